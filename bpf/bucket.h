@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Bandwidth bucket: the quota/period arithmetic, in plain C with no BPF
+ * helpers so that tests/bucket_test.c can check it natively.
+ *
+ * A bucket holds tokens_ns of runtime for the current period. Charging
+ * takes tokens; at each period boundary quota_ns is added back, capped at
+ * one quota (no saving up across idle periods). Overrun turns into debt
+ * that later periods pay off, so a task's long-run share is exactly
+ * quota/period even though a slice only ends at the next tick. The debt is
+ * capped so that no task stays throttled for more than MAX_THROTTLE_NS,
+ * well inside the kernel watchdog.
+ *
+ * Copyright (c) 2026 The scx_fairquota authors
+ */
+#ifndef __FAIRQUOTA_BUCKET_H
+#define __FAIRQUOTA_BUCKET_H
+
+#include "intf.h"
+
+/* Most debt a bucket may carry: a quota per period of MAX_THROTTLE_NS. */
+static inline s64 bw_max_debt(u64 quota_ns, u64 period_ns)
+{
+	u64 periods = MAX_THROTTLE_NS / period_ns;
+
+	if (periods < 1)
+		periods = 1;
+	return (s64)(quota_ns * (periods - 1));
+}
+
+/* Bring @b up to the period containing @now, adding quota per period. */
+static inline void bw_refill(struct bw_bucket *b, u64 now, u64 quota_ns,
+			     u64 period_ns)
+{
+	u64 n, deficit;
+
+	if (!b->period_start_ns || now < b->period_start_ns) {
+		b->period_start_ns = now;
+		b->tokens_ns = quota_ns;
+		return;
+	}
+	n = (now - b->period_start_ns) / period_ns;
+	if (!n)
+		return;
+	b->period_start_ns += n * period_ns;
+	deficit = (u64)((s64)quota_ns - b->tokens_ns);
+	if ((s64)quota_ns <= b->tokens_ns || n > deficit / quota_ns)
+		b->tokens_ns = quota_ns;
+	else
+		b->tokens_ns += (s64)(n * quota_ns);
+}
+
+/*
+ * Charge @delta_ns of runtime. Return true if this charge emptied the
+ * bucket (a throttle event).
+ */
+static inline int bw_charge(struct bw_bucket *b, u64 delta_ns, u64 quota_ns,
+			    u64 period_ns)
+{
+	s64 floor = -bw_max_debt(quota_ns, period_ns);
+	int was_ok = b->tokens_ns > 0;
+
+	if (b->last_active_ns != b->period_start_ns) {
+		b->last_active_ns = b->period_start_ns;
+		b->nr_periods++;
+	}
+	b->tokens_ns -= (s64)delta_ns;
+	if (b->tokens_ns < floor)
+		b->tokens_ns = floor;
+	if (was_ok && b->tokens_ns <= 0) {
+		b->nr_throttled++;
+		return 1;
+	}
+	return 0;
+}
+
+static inline int bw_throttled(const struct bw_bucket *b)
+{
+	return b->tokens_ns <= 0;
+}
+
+/* First period start at which a throttled bucket has tokens again. */
+static inline u64 bw_release_at(const struct bw_bucket *b, u64 quota_ns,
+				u64 period_ns)
+{
+	u64 k = 1;
+
+	if (b->tokens_ns < 0)
+		k += (u64)(-b->tokens_ns) / quota_ns;
+	return b->period_start_ns + k * period_ns;
+}
+
+/* Mark @b parked at @now (throttled and waiting). */
+static inline void bw_park(struct bw_bucket *b, u64 now)
+{
+	if (!b->parked_at_ns)
+		b->parked_at_ns = now;
+}
+
+/* End a parked stretch at @now and account the throttled time. */
+static inline void bw_unpark(struct bw_bucket *b, u64 now)
+{
+	if (b->parked_at_ns && now > b->parked_at_ns)
+		b->throttled_ns += now - b->parked_at_ns;
+	b->parked_at_ns = 0;
+}
+
+#endif /* __FAIRQUOTA_BUCKET_H */

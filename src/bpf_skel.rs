@@ -1,0 +1,2 @@
+// SPDX-License-Identifier: GPL-2.0
+include!(concat!(env!("OUT_DIR"), "/bpf_skel.rs"));

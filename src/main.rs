@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: GPL-2.0
+// Copyright (c) 2026 The scx_fairquota authors
+//
+// This software may be used and distributed according to the terms of the
+// GNU General Public License version 2.
+mod bpf_skel;
+pub use bpf_skel::*;
+pub mod bpf_intf;
+mod config;
+mod control;
+mod libbpf_log;
+mod stats;
+mod sysfs;
+
+use std::collections::HashMap;
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{CommandFactory, Parser, value_parser};
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use log::info;
+use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
+
+use config::{SliceMode, Tunables};
+use stats::{TaskSample, Totals};
+
+const SCHEDULER_NAME: &str = "scx_fairquota";
+
+/// scx_fairquota: a sched_ext scheduler for colocating latency-critical and
+/// batch work.
+///
+/// Tasks with nice below --fifo-below-nice run FIFO (first come, run until
+/// they block or yield), ahead of every other task, with a starvation guard
+/// that still lets other tasks in. All other tasks share the CPUs
+/// round-robin by weight (nice). With --quota-us and --period-us each of
+/// those tasks may use at most quota per period of CPU time, like giving
+/// each its own cgroup cpu.max.
+///
+/// Change the tunables of a running instance with `scx_fairquota set`.
+#[derive(Debug, Parser)]
+#[command(name = SCHEDULER_NAME, version, args_conflicts_with_subcommands = true)]
+struct Opts {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+
+    #[command(flatten)]
+    run: RunOpts,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Cmd {
+    /// Change the tunables of the running scheduler, without reloading it.
+    ///
+    /// Only the options given change. The new values take effect within
+    /// one period.
+    Set(SetOpts),
+    /// Print the tunables of the running scheduler.
+    Show,
+}
+
+#[derive(Debug, clap::Args)]
+struct RunOpts {
+    /// RR time slice in microseconds.
+    #[arg(long, default_value_t = config::DEFAULT_SLICE_US,
+          value_parser = value_parser!(u64).range(config::SLICE_US_MIN..=config::SLICE_US_MAX))]
+    slice_us: u64,
+
+    /// RR slice mode: fixed (--slice-us) or split (--slice-us divided by the
+    /// number of waiting RR tasks + 1, at least --slice-min-us).
+    #[arg(long, value_enum, default_value_t = SliceMode::Fixed)]
+    slice_mode: SliceMode,
+
+    /// Smallest slice in split mode, in microseconds.
+    #[arg(long, default_value_t = config::DEFAULT_SLICE_MIN_US,
+          value_parser = value_parser!(u64).range(config::SLICE_MIN_US_MIN..=config::SLICE_US_MAX))]
+    slice_min_us: u64,
+
+    /// Bandwidth period in microseconds (1000..=1000000), as in cpu.max.
+    #[arg(long, default_value_t = config::DEFAULT_PERIOD_US,
+          value_parser = value_parser!(u64).range(config::PERIOD_US_MIN..=config::PERIOD_US_MAX))]
+    period_us: u64,
+
+    /// CPU time each RR task may use per period, in microseconds
+    /// (1000..=--period-us). Without it there is no limit.
+    #[arg(long, value_parser = value_parser!(u64).range(config::QUOTA_US_MIN..=config::PERIOD_US_MAX))]
+    quota_us: Option<u64>,
+
+    /// Tasks with a nice value below this run in the FIFO class.
+    #[arg(long, default_value_t = config::DEFAULT_FIFO_BELOW_NICE, allow_negative_numbers = true,
+          value_parser = value_parser!(i32).range(-20..=20))]
+    fifo_below_nice: i32,
+
+    /// Starvation guard: after RR tasks have waited this many milliseconds
+    /// behind a FIFO task on a CPU, one RR task gets a slice there.
+    #[arg(long, default_value_t = config::DEFAULT_GUARD_MS,
+          value_parser = value_parser!(u64).range(config::GUARD_MS_MIN..=config::GUARD_MS_MAX))]
+    guard_ms: u64,
+
+    /// Print statistics every this many seconds (0 = off).
+    #[arg(long, default_value_t = 1.0, value_parser = parse_interval)]
+    stats_interval: f64,
+
+    /// Number of tasks shown in the statistics table.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+
+    /// Length of the debug dump the kernel writes when it ejects the
+    /// scheduler (0 = kernel default).
+    #[arg(long, default_value_t = 0)]
+    exit_dump_len: u32,
+
+    /// Print libbpf's messages (including the verifier log).
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct SetOpts {
+    /// New RR time slice in microseconds.
+    #[arg(long, value_parser = value_parser!(u64).range(config::SLICE_US_MIN..=config::SLICE_US_MAX))]
+    slice_us: Option<u64>,
+    /// New RR slice mode.
+    #[arg(long, value_enum)]
+    slice_mode: Option<SliceMode>,
+    /// New smallest split slice in microseconds.
+    #[arg(long, value_parser = value_parser!(u64).range(config::SLICE_MIN_US_MIN..=config::SLICE_US_MAX))]
+    slice_min_us: Option<u64>,
+    /// New bandwidth period in microseconds.
+    #[arg(long, value_parser = value_parser!(u64).range(config::PERIOD_US_MIN..=config::PERIOD_US_MAX))]
+    period_us: Option<u64>,
+    /// New quota per period in microseconds.
+    #[arg(long, conflicts_with = "no_quota",
+          value_parser = value_parser!(u64).range(config::QUOTA_US_MIN..=config::PERIOD_US_MAX))]
+    quota_us: Option<u64>,
+    /// Remove the bandwidth limit.
+    #[arg(long)]
+    no_quota: bool,
+    /// New FIFO class bound.
+    #[arg(long, allow_negative_numbers = true, value_parser = value_parser!(i32).range(-20..=20))]
+    fifo_below_nice: Option<i32>,
+    /// New starvation guard in milliseconds.
+    #[arg(long, value_parser = value_parser!(u64).range(config::GUARD_MS_MIN..=config::GUARD_MS_MAX))]
+    guard_ms: Option<u64>,
+}
+
+fn parse_interval(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !v.is_finite() || !(0.0..=3600.0).contains(&v) {
+        return Err(format!("{s} is out of range: use 0 (off) to 3600 seconds"));
+    }
+    Ok(v)
+}
+
+impl RunOpts {
+    fn tunables(&self) -> Tunables {
+        Tunables {
+            slice_us: self.slice_us,
+            slice_min_us: self.slice_min_us,
+            slice_mode: self.slice_mode,
+            period_us: self.period_us,
+            quota_us: self.quota_us,
+            guard_ms: self.guard_ms,
+            fifo_below_nice: self.fifo_below_nice,
+        }
+    }
+}
+
+impl SetOpts {
+    fn update(&self) -> config::Update {
+        config::Update {
+            slice_us: self.slice_us,
+            slice_min_us: self.slice_min_us,
+            slice_mode: self.slice_mode,
+            period_us: self.period_us,
+            quota_us: self.quota_us,
+            no_quota: self.no_quota,
+            guard_ms: self.guard_ms,
+            fifo_below_nice: self.fifo_below_nice,
+        }
+    }
+}
+
+/// Exit like clap does for a bad combination of options (status 2).
+fn usage_error(msg: &str) -> ! {
+    Opts::command()
+        .error(clap::error::ErrorKind::ValueValidation, msg)
+        .exit()
+}
+
+struct Scheduler<'a> {
+    skel: BpfSkel<'a>,
+    struct_ops: Option<libbpf_rs::Link>,
+    opts: &'a RunOpts,
+    tunables: Tunables,
+}
+
+impl<'a> Scheduler<'a> {
+    fn init(opts: &'a RunOpts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
+        let tunables = opts.tunables();
+        info!(
+            "{SCHEDULER_NAME} {} starting: {tunables}",
+            env!("CARGO_PKG_VERSION")
+        );
+
+        // Open the BPF object.
+        let mut skel_builder = BpfSkelBuilder::default();
+        skel_builder.obj_builder.debug(opts.verbose);
+        let mut skel = scx_ops_open!(skel_builder, open_object, fairquota_ops, None)?;
+        skel.struct_ops.fairquota_ops_mut().exit_dump_len = opts.exit_dump_len;
+
+        // Load it: this is where the verifier runs.
+        let skel = scx_ops_load!(skel, fairquota_ops, uei).map_err(|e| {
+            match libbpf_log::last_verifier_excerpt() {
+                Some(log) => e.context(format!(
+                    "the kernel's BPF verifier rejected the scheduler; the end of its log:\n{log}\
+                     Report this with `{SCHEDULER_NAME} --verbose` output and `uname -r`"
+                )),
+                None => e,
+            }
+        })?;
+
+        // Configure before attaching, so the first decision uses it.
+        write_config(&skel.maps.tunables, &tunables)?;
+
+        let mut sched = Self {
+            skel,
+            struct_ops: None,
+            opts,
+            tunables,
+        };
+        control::pin_config(&sched.skel.maps.tunables)?;
+
+        // Attach: from here on the kernel schedules through us.
+        sched.struct_ops = Some(scx_ops_attach!(sched.skel, fairquota_ops)?);
+        info!("{SCHEDULER_NAME} attached; reconfigure with `{SCHEDULER_NAME} set --help`");
+        Ok(sched)
+    }
+
+    fn totals(&self) -> Result<Totals> {
+        let per_cpu = self
+            .skel
+            .maps
+            .counters
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
+            .ok_or_else(|| anyhow!("counters map is empty"))?;
+        let values: Vec<bpf_intf::counters> = per_cpu
+            .iter()
+            .filter_map(|b| config::from_bytes(b))
+            .collect();
+        Ok(Totals::sum(&values))
+    }
+
+    fn tasks(&self) -> Vec<TaskSample> {
+        let map = &self.skel.maps.task_ctxs;
+        map.keys()
+            .filter_map(|k| {
+                let pid = i32::from_ne_bytes(k.as_slice().try_into().ok()?);
+                let v = map.lookup(&k, MapFlags::ANY).ok()??;
+                let ctx: bpf_intf::task_ctx = config::from_bytes(&v)?;
+                Some(TaskSample::from_ctx(pid, &ctx))
+            })
+            .collect()
+    }
+
+    /// Log a reconfiguration made with `scx_fairquota set`.
+    fn notice_config_change(&mut self) {
+        if let Ok((t, _)) = control::read_config(&self.skel.maps.tunables) {
+            if t != self.tunables {
+                info!("reconfigured: {t}");
+                self.tunables = t;
+            }
+        }
+    }
+
+    fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<ExitCode> {
+        let start = Instant::now();
+        let interval = Duration::from_secs_f64(self.opts.stats_interval);
+        let mut last_stats = Instant::now();
+        let mut prev_tasks: HashMap<i32, TaskSample> = HashMap::new();
+        let mut prev_totals = Totals::default();
+
+        while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
+            std::thread::sleep(Duration::from_millis(100));
+            self.notice_config_change();
+            if interval.is_zero() || last_stats.elapsed() < interval {
+                continue;
+            }
+            let elapsed = last_stats.elapsed();
+            last_stats = Instant::now();
+            let totals = self.totals()?;
+            let tasks = self.tasks();
+            let rows = stats::top_tasks(&tasks, &prev_tasks, elapsed.as_nanos() as u64, self.opts.top);
+            println!(
+                "[fairquota] t={:.1}s {}",
+                start.elapsed().as_secs_f64(),
+                totals.format(Some(&totals.delta(&prev_totals)))
+            );
+            println!("{}", stats::TABLE_HEADER);
+            for row in &rows {
+                println!("{}", stats::format_row(row, &comm_of(row.sample.tgid, row.sample.pid)));
+            }
+            prev_totals = totals;
+            prev_tasks = tasks.into_iter().map(|s| (s.pid, s)).collect();
+        }
+
+        let requested = shutdown.load(Ordering::Relaxed);
+        let final_totals = self.totals().unwrap_or_default();
+
+        // Detach; the kernel returns every task to its default scheduler.
+        let _ = self.struct_ops.take();
+        println!("[fairquota] final: {}", final_totals.format(None));
+
+        match uei_report!(&self.skel, uei) {
+            Err(e) => Err(e.context("the kernel ejected the scheduler and fell back to its default scheduler")),
+            Ok(_) if !requested => {
+                bail!("the kernel unloaded the scheduler (see the reason above) and fell back to its default scheduler")
+            }
+            Ok(_) => Ok(ExitCode::SUCCESS),
+        }
+    }
+}
+
+impl Drop for Scheduler<'_> {
+    fn drop(&mut self) {
+        control::unpin_config();
+        info!("unregistered {SCHEDULER_NAME}");
+    }
+}
+
+fn write_config<M: MapCore>(map: &M, t: &Tunables) -> Result<()> {
+    let c = t.to_bpf(std::process::id());
+    map.update(&0u32.to_ne_bytes(), config::as_bytes(&c), MapFlags::ANY)
+        .context("writing the config map")
+}
+
+/// The command name of a task, for the statistics table.
+fn comm_of(tgid: u32, pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{tgid}/task/{pid}/comm"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".to_string())
+}
+
+fn preflight() -> Result<(), String> {
+    let dir = Path::new(sysfs::SCHED_EXT_DIR);
+    sysfs::check_sched_ext(dir, &sysfs::kernel_release())?;
+    // SAFETY: geteuid() has no preconditions.
+    sysfs::check_root(unsafe { libc::geteuid() })?;
+    sysfs::check_no_other_scheduler(dir)
+}
+
+fn run(opts: &RunOpts) -> Result<ExitCode> {
+    if let Err(msg) = opts.tunables().validate() {
+        usage_error(&msg);
+    }
+    preflight().map_err(|m| anyhow!(m))?;
+    libbpf_log::init(opts.verbose);
+
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let flag = shutdown.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .context("installing the Ctrl-C/SIGTERM handler")?;
+
+    let mut open_object = MaybeUninit::uninit();
+    let mut sched = Scheduler::init(opts, &mut open_object)?;
+    sched.run(shutdown)
+}
+
+fn main() -> ExitCode {
+    let opts = Opts::parse();
+    let _ = simplelog::TermLogger::init(
+        simplelog::LevelFilter::Info,
+        simplelog::ConfigBuilder::new()
+            .set_time_level(simplelog::LevelFilter::Error)
+            .set_location_level(simplelog::LevelFilter::Off)
+            .set_target_level(simplelog::LevelFilter::Off)
+            .set_thread_level(simplelog::LevelFilter::Off)
+            .build(),
+        simplelog::TerminalMode::Stderr,
+        simplelog::ColorChoice::Never,
+    );
+
+    let res = match &opts.cmd {
+        None => run(&opts.run),
+        Some(Cmd::Set(s)) => control::set(&s.update()).map(|()| ExitCode::SUCCESS),
+        Some(Cmd::Show) => control::show().map(|()| ExitCode::SUCCESS),
+    };
+    match res {
+        Ok(code) => code,
+        Err(e) => {
+            if let Some(control::InvalidUpdate(msg)) = e.downcast_ref() {
+                usage_error(msg);
+            }
+            eprintln!("{SCHEDULER_NAME}: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
