@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Native unit tests of bpf/bucket.h, the quota/period arithmetic the BPF
+ * scheduler runs. Build and run: cc -I bpf tests/bucket_test.c && ./a.out
+ * Prints "N passed, N failed" and exits non-zero on any failure.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "bucket.h"
+
+#define MS (1000ULL * 1000)
+
+static int passed, failed;
+
+#define CHECK(cond)                                                          \
+	do {                                                                 \
+		if (cond) {                                                  \
+			passed++;                                            \
+		} else {                                                     \
+			failed++;                                            \
+			fprintf(stderr, "%s:%d: %s: FAILED: %s\n", __FILE__, \
+				__LINE__, __func__, #cond);                  \
+		}                                                            \
+	} while (0)
+
+static void first_refill_fills(void)
+{
+	struct bw_bucket b = { 0 };
+
+	bw_refill(&b, 5 * MS, 2 * MS, 10 * MS);
+	CHECK(b.tokens_ns == 2 * MS);
+	CHECK(b.period_start_ns == 5 * MS);
+	CHECK(!bw_throttled(&b));
+}
+
+static void charge_throttles_once(void)
+{
+	struct bw_bucket b = { 0 };
+
+	bw_refill(&b, 1, 2 * MS, 10 * MS);
+	CHECK(bw_charge(&b, 1 * MS, 2 * MS, 10 * MS) == 0);
+	CHECK(bw_charge(&b, 1 * MS, 2 * MS, 10 * MS) == 1);
+	CHECK(bw_throttled(&b));
+	CHECK(bw_charge(&b, 1 * MS, 2 * MS, 10 * MS) == 0); /* already dry */
+	CHECK(b.nr_throttled == 1);
+	CHECK(b.nr_periods == 1);
+	CHECK(b.tokens_ns == -(s64)MS);
+}
+
+static void debt_is_paid_from_next_periods(void)
+{
+	struct bw_bucket b = { 0 };
+
+	bw_refill(&b, 1, 2 * MS, 10 * MS);
+	bw_charge(&b, 5 * MS, 2 * MS, 10 * MS); /* 3 ms overrun */
+	CHECK(b.tokens_ns == -3 * (s64)MS);
+	/* -3 + 2 = -1 after one period, +1 after two: release in 2 periods */
+	CHECK(bw_release_at(&b, 2 * MS, 10 * MS) == 1 + 20 * MS);
+	bw_refill(&b, 1 + 10 * MS, 2 * MS, 10 * MS);
+	CHECK(bw_throttled(&b));
+	bw_refill(&b, 1 + 20 * MS, 2 * MS, 10 * MS);
+	CHECK(!bw_throttled(&b));
+	CHECK(b.tokens_ns == 1 * (s64)MS);
+}
+
+static void idle_periods_do_not_accumulate(void)
+{
+	struct bw_bucket b = { 0 };
+
+	bw_refill(&b, 1, 2 * MS, 10 * MS);
+	bw_refill(&b, 1 + 1000 * MS, 2 * MS, 10 * MS);
+	CHECK(b.tokens_ns == 2 * MS);
+	CHECK(b.period_start_ns == 1 + 1000 * MS);
+	/* a huge gap must not overflow */
+	bw_charge(&b, 100 * MS, 2 * MS, 10 * MS);
+	bw_refill(&b, 1ULL << 62, 2 * MS, 10 * MS);
+	CHECK(b.tokens_ns == 2 * MS);
+}
+
+static void release_at_exact_boundaries(void)
+{
+	struct bw_bucket b = { .tokens_ns = 0, .period_start_ns = 100 };
+
+	CHECK(bw_release_at(&b, 2 * MS, 10 * MS) == 100 + 10 * MS);
+	b.tokens_ns = -2 * (s64)MS; /* exactly one quota of debt */
+	CHECK(bw_release_at(&b, 2 * MS, 10 * MS) == 100 + 20 * MS);
+}
+
+static void debt_is_capped_within_watchdog(void)
+{
+	struct bw_bucket b = { 0 };
+	u64 period = 1000 * MS, quota = 1 * MS;
+
+	bw_refill(&b, 1, quota, period);
+	bw_charge(&b, 50 * MS, quota, period);
+	/* never throttled for longer than MAX_THROTTLE_NS */
+	CHECK(bw_release_at(&b, quota, period) - b.period_start_ns <=
+	      MAX_THROTTLE_NS);
+}
+
+/*
+ * Simulate a CPU hog whose slice is capped at its tokens but whose
+ * expiry is only seen at 4 ms ticks (HZ=250): the long-run share must
+ * still equal quota/period.
+ */
+static void tick_overrun_keeps_exact_share(void)
+{
+	const u64 tick = 4 * MS, quota = 2 * MS, period = 10 * MS;
+	struct bw_bucket b = { 0 };
+	u64 now = 1, ran = 0, end = 10000 * MS;
+
+	while (now < end) {
+		bw_refill(&b, now, quota, period);
+		if (bw_throttled(&b)) {
+			now = bw_release_at(&b, quota, period);
+			continue;
+		}
+		/* run until the first tick at which the slice has expired */
+		u64 slice = b.tokens_ns, run = 0;
+
+		while (run < slice)
+			run += tick - ((now + run) % tick);
+		bw_charge(&b, run, quota, period);
+		ran += run;
+		now += run;
+	}
+	double share = (double)ran / (double)end;
+
+	CHECK(share > 0.195 && share < 0.205);
+	if (share <= 0.195 || share >= 0.205)
+		fprintf(stderr, "share %.4f\n", share);
+}
+
+static void park_accounts_throttled_time(void)
+{
+	struct bw_bucket b = { 0 };
+
+	bw_park(&b, 10);
+	bw_park(&b, 20); /* re-parking keeps the first start */
+	bw_unpark(&b, 110);
+	CHECK(b.throttled_ns == 100);
+	CHECK(b.parked_at_ns == 0);
+	bw_unpark(&b, 200); /* not parked: nothing added */
+	CHECK(b.throttled_ns == 100);
+}
+
+int main(void)
+{
+	first_refill_fills();
+	charge_throttles_once();
+	debt_is_paid_from_next_periods();
+	idle_periods_do_not_accumulate();
+	release_at_exact_boundaries();
+	debt_is_capped_within_watchdog();
+	tick_overrun_keeps_exact_share();
+	park_accounts_throttled_time();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

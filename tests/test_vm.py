@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Scheduler behaviour measured in a sched_ext VM.
+
+Each test boots the Debian sid sched_ext kernel with virtme-ng
+(scripts/vm-run.sh), runs one scenario of tests/vm/guest.py inside, and
+compares the measured numbers with their targets. A VM that cannot boot,
+or a scheduler that cannot attach, fails the test.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+VM_RUN = os.path.join(REPO, "scripts/vm-run.sh")
+
+
+def run_scenario(name, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    cmd = [VM_RUN, "--rwdir", str(out), "--",
+           f"{sys.executable} tests/vm/guest.py {name} {out}"]
+    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
+    print(p.stdout[-6000:])
+    print(p.stderr[-6000:], file=sys.stderr)
+    assert p.returncode == 0, f"scenario {name}: VM run failed with status {p.returncode}"
+    res = json.loads((out / f"{name}.json").read_text())
+    return res
+
+
+def report(label, value, target, ok):
+    print(f"  {label:<44} measured {str(value):<12} target {str(target):<14} {'PASS' if ok else 'FAIL'}")
+    return ok
+
+
+def check_all(checks):
+    """Print every measured value next to its target, then fail on any miss."""
+    results = [report(*c) for c in checks]
+    assert all(results), "some measured values missed their targets (see above)"
+
+
+def pct(x):
+    return f"{x * 100:.1f}%"
+
+
+def test_attach_and_detach(binary, tmp_path):
+    r = run_scenario("attach", tmp_path)
+    state, ops = r["while_running"]
+    check_all([
+        ("state before", r["before"][0], "disabled", r["before"][0] == "disabled"),
+        ("state while running", state, "enabled", state == "enabled"),
+        ("root/ops while running", ops, "fairquota*", ops.startswith("fairquota")),
+        ("second instance exit status", r["second_instance"]["rc"], "1", r["second_instance"]["rc"] == 1),
+        ("second instance names the attached one", "already attached: fairquota" in r["second_instance"]["stderr"],
+         "True", "already attached: fairquota" in r["second_instance"]["stderr"]),
+        ("non-root exit status", r["not_root"]["rc"], "1", r["not_root"]["rc"] == 1),
+        ("non-root message", "must run as root" in r["not_root"]["stderr"], "True",
+         "must run as root" in r["not_root"]["stderr"]),
+        ("show prints the tunables", r["show"]["rc"], "0", r["show"]["rc"] == 0 and "quota=unlimited" in r["show"]["stdout"]),
+        ("exit status after SIGINT", r["rc"], "0", r["rc"] == 0),
+        ("state after SIGINT", r["after"][0], "disabled", r["after"][0] == "disabled"),
+        ("final totals printed", "[fairquota] final:" in r["stdout"], "True", "[fairquota] final:" in r["stdout"]),
+        ("stats table printed", "THROTTLED" in r["stdout"], "True", "THROTTLED" in r["stdout"]),
+        ("set after exit refused", r["set_after_exit"]["rc"], "1", r["set_after_exit"]["rc"] == 1),
+    ])
+
+
+def test_quota_period(binary, tmp_path):
+    r = run_scenario("quota", tmp_path)
+    checks = []
+    for key, m in r.items():
+        rr_thr = [row["throttled"] for row in m["rr_rows"]]
+        fifo_thr = [row["throttled"] for row in m["fifo_rows"]]
+        checks += [
+            (f"{key}: nice 0 hog share", pct(m["rr_share"]), "20% +- 3", abs(m["rr_share"] - 0.20) <= 0.03),
+            (f"{key}: nice -5 hog share", pct(m["fifo_share"]), ">= 90%", m["fifo_share"] >= 0.90),
+            (f"{key}: nice 0 hog throttle counts", rr_thr[-3:], "growing, > 0",
+             len(rr_thr) >= 2 and rr_thr[-1] > rr_thr[0] > 0),
+            (f"{key}: nice 0 hog class", m["rr_rows"][-1]["class"] if m["rr_rows"] else None, "RR",
+             bool(m["rr_rows"]) and m["rr_rows"][-1]["class"] == "RR"),
+            (f"{key}: nice -5 hog throttles", fifo_thr[-1:] , "0",
+             bool(fifo_thr) and fifo_thr[-1] == 0),
+            (f"{key}: nice -5 hog class", m["fifo_rows"][-1]["class"] if m["fifo_rows"] else None, "FIFO",
+             bool(m["fifo_rows"]) and m["fifo_rows"][-1]["class"] == "FIFO"),
+            (f"{key}: state during", m["state_during"][0], "enabled", m["state_during"][0] == "enabled"),
+            (f"{key}: exit status", m["rc"], "0", m["rc"] == 0),
+        ]
+    check_all(checks)
+
+
+def test_fifo_starvation_guard(binary, tmp_path):
+    r = run_scenario("fifo_guard", tmp_path)
+    gap = r["rr_gap"].get("max_gap_s", 99.0)
+    check_all([
+        ("nice -5 (FIFO) hog share of CPU 1 over 20 s", pct(r["fifo_share"]), ">= 90%", r["fifo_share"] >= 0.90),
+        ("nice 5 (RR) hog share of CPU 1 over 20 s", pct(r["rr_share"]), ">= 2%", r["rr_share"] >= 0.02),
+        ("nice 5 hog longest wait", f"{gap * 1000:.0f} ms", "< 1000 ms", gap < 1.0),
+        ("scheduler still attached (no watchdog)", r["state_during"][0], "enabled", r["state_during"][0] == "enabled"),
+        ("daemon alive after 20 s", r["daemon_alive"], "True", r["daemon_alive"]),
+        ("exit status", r["rc"], "0", r["rc"] == 0),
+    ])
+
+
+def test_weight_split(binary, tmp_path):
+    r = run_scenario("weight", tmp_path)
+    total = r["nice0_share"] + r["nice5_share"]
+    frac = r["nice0_share"] / total if total else 0
+    check_all([
+        ("nice 0 part of CPU 1 (vs nice 5)", pct(frac), "75% +- 5", abs(frac - 0.75) <= 0.05),
+        ("CPU 1 busy", pct(total), ">= 90%", total >= 0.90),
+        ("state during", r["state_during"][0], "enabled", r["state_during"][0] == "enabled"),
+        ("exit status", r["rc"], "0", r["rc"] == 0),
+    ])
+
+
+def test_live_reconfiguration(binary, tmp_path):
+    r = run_scenario("reconfig", tmp_path)
+    check_all([
+        ("hog share at 2000/10000", pct(r["before"]), "20% +- 3", abs(r["before"] - 0.20) <= 0.03),
+        ("`set --quota-us 5000` exit status", r["set"]["rc"], "0", r["set"]["rc"] == 0),
+        ("hog share at 5000/10000", pct(r["after"]), "50% +- 5", abs(r["after"] - 0.50) <= 0.05),
+        ("`set --quota-us 20000` refused", r["bad_set"]["rc"], "2",
+         r["bad_set"]["rc"] == 2 and "larger than --period-us" in r["bad_set"]["stderr"]),
+        ("renice -5 exit status", r["renice_rc"], "0", r["renice_rc"] == 0),
+        ("hog share after renice to -5 (FIFO)", pct(r["after_renice"]), ">= 90%", r["after_renice"] >= 0.90),
+        ("hog class after renice", r["last_class"], "FIFO", r["last_class"] == "FIFO"),
+        ("exit status", r["rc"], "0", r["rc"] == 0),
+    ])

@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""A CPU hog that measures how long it was kept off the CPU.
+
+It spins reading the monotonic clock; any jump between two reads is time
+it did not run. On SIGTERM it writes the longest gap and the number of
+gaps over 100 ms as JSON to the file given as its argument.
+"""
+import json
+import signal
+import sys
+import time
+
+out = sys.argv[1]
+max_gap = 0.0
+long_gaps = 0
+running = True
+
+
+def stop(*_):
+    global running
+    running = False
+
+
+signal.signal(signal.SIGTERM, stop)
+clock = time.monotonic
+last = clock()
+start = last
+while running:
+    now = clock()
+    gap = now - last
+    if gap > 0.1:
+        long_gaps += 1
+    if gap > max_gap:
+        max_gap = gap
+    last = now
+
+with open(out, "w") as f:
+    json.dump({"max_gap_s": max_gap, "gaps_over_100ms": long_gaps,
+               "seconds": clock() - start}, f)
