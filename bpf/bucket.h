@@ -34,11 +34,13 @@ static inline void bw_refill(struct bw_bucket *b, u64 now, u64 quota_ns,
 {
 	u64 n, deficit;
 
-	if (!b->period_start_ns || now < b->period_start_ns) {
+	if (!b->period_start_ns) {
 		b->period_start_ns = now;
 		b->tokens_ns = quota_ns;
 		return;
 	}
+	if (now < b->period_start_ns)
+		return;
 	n = (now - b->period_start_ns) / period_ns;
 	if (!n)
 		return;
@@ -72,6 +74,33 @@ static inline int bw_charge(struct bw_bucket *b, u64 delta_ns, u64 quota_ns,
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * Charge the runtime [@start, @end) to the periods it fell in: a run that
+ * crosses a period boundary pays its part before the boundary from the old
+ * period's tokens and the rest from the new period's. (A run spanning more
+ * than one whole period, possible only with periods shorter than a tick,
+ * charges everything after the first boundary to the last period.)
+ * Return true if the bucket ran dry.
+ */
+static inline int bw_charge_span(struct bw_bucket *b, u64 start, u64 end,
+				 u64 quota_ns, u64 period_ns)
+{
+	u64 boundary;
+	int dry;
+
+	bw_refill(b, start, quota_ns, period_ns);
+	if (start < b->period_start_ns)
+		start = b->period_start_ns;
+	if (start >= end)
+		return 0;
+	boundary = b->period_start_ns + period_ns;
+	if (end <= boundary)
+		return bw_charge(b, end - start, quota_ns, period_ns);
+	dry = bw_charge(b, boundary - start, quota_ns, period_ns);
+	bw_refill(b, end, quota_ns, period_ns);
+	return bw_charge(b, end - boundary, quota_ns, period_ns) || dry;
 }
 
 static inline int bw_throttled(const struct bw_bucket *b)

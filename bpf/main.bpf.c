@@ -223,16 +223,17 @@ static u64 task_slice(const struct task_ctx *tctx, const struct fq_config *cfg)
 static void charge(const struct task_struct *p, struct task_ctx *tctx,
 		   const struct fq_config *cfg, u64 now)
 {
-	u64 delta = now > tctx->last_charge_ns ? now - tctx->last_charge_ns : 0;
+	u64 start = tctx->last_charge_ns;
+	u64 delta = now > start ? now - start : 0;
 
+	if (!delta)
+		return;
 	tctx->last_charge_ns = now;
 	tctx->runtime_ns += delta;
 	if (tctx->class == CLASS_RR)
 		tctx->vtime += delta * 100 / (p->scx.weight ?: 1);
-	if (!tctx->limited || !cfg->quota_ns)
-		return;
-	bw_refill(&tctx->bw, now, cfg->quota_ns, cfg->period_ns);
-	if (bw_charge(&tctx->bw, delta, cfg->quota_ns, cfg->period_ns))
+	if (tctx->limited && cfg->quota_ns &&
+	    bw_charge_span(&tctx->bw, start, now, cfg->quota_ns, cfg->period_ns))
 		stat_inc(CNT_THROTTLE);
 }
 
@@ -492,8 +493,13 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
 		pctx = try_lookup_task_ctx(prev);
-	if (pctx)
-		keep = !refresh_task(prev, pctx, cfg, bpf_ktime_get_ns());
+	if (pctx) {
+		u64 now = bpf_ktime_get_ns();
+
+		/* Charge @prev up to now before judging its quota. */
+		charge(prev, pctx, cfg, now);
+		keep = !refresh_task(prev, pctx, cfg, now);
+	}
 
 	/* A running FIFO task keeps its CPU unless it yielded or rotated. */
 	if (keep && pctx->class == CLASS_FIFO && !pctx->fifo_to_tail) {

@@ -208,8 +208,8 @@ impl<'a> Scheduler<'a> {
         );
 
         // Open the BPF object.
-        let mut skel_builder = BpfSkelBuilder::default();
-        skel_builder.obj_builder.debug(opts.verbose);
+        // (No obj_builder.debug(): it would replace libbpf_log's callback.)
+        let skel_builder = BpfSkelBuilder::default();
         let mut skel = scx_ops_open!(skel_builder, open_object, fairquota_ops, None)?;
         skel.struct_ops.fairquota_ops_mut().exit_dump_len = opts.exit_dump_len;
 

@@ -131,6 +131,53 @@ static void tick_overrun_keeps_exact_share(void)
 		fprintf(stderr, "share %.4f\n", share);
 }
 
+static void span_is_split_at_period_boundaries(void)
+{
+	struct bw_bucket b = { 0 };
+
+	bw_refill(&b, 1000, 2 * MS, 10 * MS); /* period [1000, 1000 + 10ms) */
+	/* 3 ms run starting 1 ms before the boundary: 1 ms old, 2 ms new */
+	CHECK(bw_charge_span(&b, 1000 + 9 * MS, 1000 + 12 * MS, 2 * MS,
+			     10 * MS) == 1);
+	CHECK(b.period_start_ns == 1000 + 10 * MS);
+	CHECK(b.tokens_ns == 0);
+	CHECK(b.nr_periods == 2);
+}
+
+/*
+ * Like tick_overrun_keeps_exact_share, but runs start at a random point
+ * of the period (the CPU was busy with something else) so that many of
+ * them cross a period boundary.
+ */
+static void late_starts_keep_exact_share(void)
+{
+	const u64 tick = 4 * MS, quota = 2 * MS, period = 10 * MS;
+	struct bw_bucket b = { 0 };
+	u64 now = 1, ran = 0, end = 10000 * MS, seed = 12345;
+
+	while (now < end) {
+		bw_refill(&b, now, quota, period);
+		if (bw_throttled(&b)) {
+			now = bw_release_at(&b, quota, period);
+			seed = seed * 6364136223846793005ULL + 1;
+			now += (seed >> 33) % (7 * MS); /* start late */
+			continue;
+		}
+		u64 slice = b.tokens_ns, run = 0;
+
+		while (run < slice)
+			run += tick - ((now + run) % tick);
+		bw_charge_span(&b, now, now + run, quota, period);
+		ran += run;
+		now += run;
+	}
+	double share = (double)ran / (double)end;
+
+	CHECK(share > 0.195 && share < 0.205);
+	if (share <= 0.195 || share >= 0.205)
+		fprintf(stderr, "late-start share %.4f\n", share);
+}
+
 static void park_accounts_throttled_time(void)
 {
 	struct bw_bucket b = { 0 };
@@ -153,6 +200,8 @@ int main(void)
 	release_at_exact_boundaries();
 	debt_is_capped_within_watchdog();
 	tick_overrun_keeps_exact_share();
+	span_is_split_at_period_boundaries();
+	late_starts_keep_exact_share();
 	park_accounts_throttled_time();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
