@@ -110,7 +110,7 @@ struct bw_bucket {
 /* Per-task state, one entry of the task_ctxs map keyed by pid. */
 struct task_ctx {
 	u64 vtime;		/* weighted virtual time (RR order) */
-	u64 last_charge_ns;	/* runtime is charged up to here */
+	u64 last_exec_ns;	/* p->se.sum_exec_runtime charged so far */
 	u64 enq_at_ns;		/* when the task was last queued */
 	u64 runtime_ns;		/* total CPU time under this scheduler */
 	struct bw_bucket bw;

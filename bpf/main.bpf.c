@@ -217,23 +217,27 @@ static u64 task_slice(const struct task_ctx *tctx, const struct fq_config *cfg)
 }
 
 /*
- * Charge the runtime of the running task @p since its last charge: total
- * runtime, RR vtime and, if limited, its bandwidth bucket.
+ * Charge the CPU time the running task @p used since its last charge: total
+ * runtime, RR vtime and, if limited, its bandwidth bucket. CPU time is the
+ * kernel's own p->se.sum_exec_runtime (IRQ time excluded), the same clock as
+ * /proc/PID/schedstat and cgroup cpu.stat; the kernel brings it up to date
+ * before ops.tick() and ops.stopping().
  */
 static void charge(const struct task_struct *p, struct task_ctx *tctx,
 		   const struct fq_config *cfg, u64 now)
 {
-	u64 start = tctx->last_charge_ns;
-	u64 delta = now > start ? now - start : 0;
+	u64 exec = p->se.sum_exec_runtime;
+	u64 delta = exec > tctx->last_exec_ns ? exec - tctx->last_exec_ns : 0;
 
 	if (!delta)
 		return;
-	tctx->last_charge_ns = now;
+	tctx->last_exec_ns = exec;
 	tctx->runtime_ns += delta;
 	if (tctx->class == CLASS_RR)
 		tctx->vtime += delta * 100 / (p->scx.weight ?: 1);
 	if (tctx->limited && cfg->quota_ns &&
-	    bw_charge_span(&tctx->bw, start, now, cfg->quota_ns, cfg->period_ns))
+	    bw_charge_span(&tctx->bw, now - delta, now, cfg->quota_ns,
+			   cfg->period_ns))
 		stat_inc(CNT_THROTTLE);
 }
 
@@ -496,7 +500,7 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 	if (pctx) {
 		u64 now = bpf_ktime_get_ns();
 
-		/* Charge @prev up to now before judging its quota. */
+		/* Charge @prev so far before judging its quota. */
 		charge(prev, pctx, cfg, now);
 		keep = !refresh_task(prev, pctx, cfg, now);
 	}
@@ -551,7 +555,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 		return;
 
 	refresh_task(p, tctx, cfg, now);
-	tctx->last_charge_ns = now;
+	tctx->last_exec_ns = p->se.sum_exec_runtime;
 	if (cctx) {
 		cctx->curr_valid = true;
 		cctx->curr_class = tctx->class;

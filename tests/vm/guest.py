@@ -102,6 +102,14 @@ def spawn_hog(nice, cpus=None, report=None):
     return subprocess.Popen(cmd)
 
 
+def wait_for_file(path, timeout=60):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise ScenarioError(f"{path} did not appear within {timeout}s")
+        time.sleep(0.1)
+
+
 def kill_all(procs):
     for p in procs:
         if p.poll() is None:
@@ -197,8 +205,9 @@ def scenario_quota(out):
 def scenario_fifo_guard(out):
     gap_file = os.path.join(out, "rr-gap.json")
     d = Daemon(out, "fifo-guard", [])
-    fifo = spawn_hog(-5, cpus=1)
     rr = spawn_hog(5, cpus=1, report=gap_file)
+    wait_for_file(gap_file + ".ready")
+    fifo = spawn_hog(-5, cpus=1)
     time.sleep(2)
     fifo_share, rr_share = measure([fifo.pid, rr.pid], 20)
     state = sched_state()

@@ -3,7 +3,7 @@
 """A CPU hog that measures how long it was kept off the CPU.
 
 It spins reading the monotonic clock; any jump between two reads is time
-it did not run. On SIGTERM it writes the longest gap and the number of
+it did not run. Once running it creates FILE.ready; on SIGTERM it writes the longest gap and the number of
 gaps over 100 ms as JSON to the file given as its argument.
 """
 import json
@@ -23,6 +23,8 @@ def stop(*_):
 
 
 signal.signal(signal.SIGTERM, stop)
+# Tell the test we are ready (Python starts slowly on a contended CPU).
+open(out + ".ready", "w").close()
 clock = time.monotonic
 last = clock()
 start = last
