@@ -53,6 +53,14 @@ char _license[] SEC("license") = "GPL";
 UEI_DEFINE(uei);
 
 /*
+ * Test hook (hidden --test-verifier-reject): when set before load, the
+ * verifier sees an invalid memory access in fairquota_init_task() and
+ * rejects the program, so the daemon's rejection message can be tested.
+ * When clear, the code is dead and removed before verification.
+ */
+const volatile bool test_verifier_reject;
+
+/*
  * Live configuration, one entry. Defaults are overwritten by the daemon
  * before the scheduler is attached.
  */
@@ -570,9 +578,11 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	stat_inc(CNT_RR_DISPATCH);
 	if (tctx->vtime > vtime_now)
 		vtime_now = tctx->vtime;
-	/* The slice may not exceed what is left of the quota. */
-	if (tctx->limited && p->scx.slice > (u64)tctx->bw.tokens_ns)
-		scx_bpf_task_set_slice(p, rr_slice(tctx, cfg));
+	/*
+	 * The turn's slice is decided as it starts: split mode divides by the
+	 * tasks waiting now, and no slice exceeds what is left of the quota.
+	 */
+	scx_bpf_task_set_slice(p, rr_slice(tctx, cfg));
 }
 
 void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
@@ -609,6 +619,9 @@ s32 BPF_STRUCT_OPS(fairquota_init_task, struct task_struct *p,
 		.vtime = vtime_now,
 	};
 	s32 pid = p->pid;
+
+	if (test_verifier_reject)
+		return *(volatile s32 *)(u64)pid;
 
 	/* A full map only costs this task its statistics and its quota. */
 	if (bpf_map_update_elem(&task_ctxs, &pid, &tctx, BPF_ANY))

@@ -90,7 +90,12 @@ impl Tunables {
     pub fn validate(&self) -> Result<(), String> {
         check_range("--period-us", self.period_us, PERIOD_US_MIN, PERIOD_US_MAX)?;
         check_range("--slice-us", self.slice_us, SLICE_US_MIN, SLICE_US_MAX)?;
-        check_range("--slice-min-us", self.slice_min_us, SLICE_MIN_US_MIN, SLICE_US_MAX)?;
+        check_range(
+            "--slice-min-us",
+            self.slice_min_us,
+            SLICE_MIN_US_MIN,
+            SLICE_US_MAX,
+        )?;
         check_range("--guard-ms", self.guard_ms, GUARD_MS_MIN, GUARD_MS_MAX)?;
         if !(-20..=20).contains(&self.fifo_below_nice) {
             return Err(format!(
@@ -258,7 +263,10 @@ mod tests {
     fn period_range() {
         for bad in [0, 999, 1_000_001] {
             let e = with_quota(1000, bad).validate().unwrap_err();
-            assert!(e.starts_with(&format!("--period-us {bad} is out of range")), "{e}");
+            assert!(
+                e.starts_with(&format!("--period-us {bad} is out of range")),
+                "{e}"
+            );
         }
         assert_eq!(with_quota(1000, 1000).validate(), Ok(()));
         assert_eq!(with_quota(1000, 1_000_000).validate(), Ok(()));
@@ -270,7 +278,11 @@ mod tests {
             slice_us: 0,
             ..Default::default()
         };
-        assert!(t.validate().unwrap_err().starts_with("--slice-us 0 is out of range"));
+        assert!(
+            t.validate()
+                .unwrap_err()
+                .starts_with("--slice-us 0 is out of range")
+        );
         let t = Tunables {
             slice_us: 5_000_000,
             ..Default::default()
@@ -281,7 +293,11 @@ mod tests {
             slice_min_us: 2000,
             ..Default::default()
         };
-        assert!(t.validate().unwrap_err().contains("--slice-min-us 2000 is larger"));
+        assert!(
+            t.validate()
+                .unwrap_err()
+                .contains("--slice-min-us 2000 is larger")
+        );
     }
 
     #[test]
@@ -333,6 +349,9 @@ mod tests {
     #[test]
     fn display_names_share() {
         let s = with_quota(2000, 10_000).to_string();
-        assert!(s.contains("quota=2000us/period=10000us (20.0% of a CPU per task)"), "{s}");
+        assert!(
+            s.contains("quota=2000us/period=10000us (20.0% of a CPU per task)"),
+            "{s}"
+        );
     }
 }

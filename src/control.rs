@@ -41,7 +41,13 @@ fn ensure_bpffs() -> Result<()> {
     }
     // SAFETY: all strings are NUL-terminated literals.
     let ret = unsafe {
-        libc::mount(c"bpf".as_ptr(), dir.as_ptr(), c"bpf".as_ptr(), 0, std::ptr::null())
+        libc::mount(
+            c"bpf".as_ptr(),
+            dir.as_ptr(),
+            c"bpf".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
     };
     if ret != 0 {
         bail!(
@@ -92,7 +98,11 @@ fn open_running() -> Result<MapHandle> {
     let (_, tgid) = read_config(&map)?;
     let attached = sysfs::attached_scheduler(Path::new(sysfs::SCHED_EXT_DIR));
     let alive = Path::new(&format!("/proc/{tgid}")).exists();
-    if !alive || !attached.as_deref().is_some_and(|n| n.starts_with("fairquota")) {
+    if !alive
+        || !attached
+            .as_deref()
+            .is_some_and(|n| n.starts_with("fairquota"))
+    {
         bail!(
             "{PIN_CONFIG} is stale: scx_fairquota (pid {tgid}) is not running; \
              remove the file and start the scheduler"
@@ -106,7 +116,8 @@ pub fn set(u: &Update) -> Result<()> {
     let map = open_running()?;
     let (cur, tgid) = read_config(&map)?;
     let new = cur.apply(u);
-    new.validate().map_err(|m| anyhow::Error::new(InvalidUpdate(m)))?;
+    new.validate()
+        .map_err(|m| anyhow::Error::new(InvalidUpdate(m)))?;
     let c = new.to_bpf(tgid);
     map.update(&0u32.to_ne_bytes(), config::as_bytes(&c), MapFlags::ANY)
         .context("writing the config map")?;

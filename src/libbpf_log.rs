@@ -34,13 +34,15 @@ pub fn init(verbose: bool) {
 /// The useful part of the last verifier log captured, if any.
 pub fn last_verifier_excerpt() -> Option<String> {
     let lines = LINES.lock().ok()?;
-    verifier_excerpt(&lines, 30)
+    verifier_excerpt(&lines, 12)
 }
 
 /// From libbpf output, the program that failed to load and the last `max`
 /// lines of its verifier log (where the verifier says what it rejected).
 pub fn verifier_excerpt(lines: &[String], max: usize) -> Option<String> {
-    let begin = lines.iter().rposition(|l| l.contains("-- BEGIN PROG LOAD LOG --"))?;
+    let begin = lines
+        .iter()
+        .rposition(|l| l.contains("-- BEGIN PROG LOAD LOG --"))?;
     let end = lines[begin..]
         .iter()
         .position(|l| l.contains("-- END PROG LOAD LOG --"))
@@ -49,7 +51,11 @@ pub fn verifier_excerpt(lines: &[String], max: usize) -> Option<String> {
         .iter()
         .rev()
         .find(|l| l.contains("failed to load") || l.contains("load failed"))
-        .or_else(|| lines[end.min(lines.len() - 1)..].iter().find(|l| l.contains("failed")));
+        .or_else(|| {
+            lines[end.min(lines.len() - 1)..]
+                .iter()
+                .find(|l| l.contains("failed"))
+        });
     let log = &lines[begin + 1..end];
     let tail = &log[log.len().saturating_sub(max)..];
     let mut out = String::new();
@@ -58,7 +64,10 @@ pub fn verifier_excerpt(lines: &[String], max: usize) -> Option<String> {
         out.push('\n');
     }
     if tail.len() < log.len() {
-        out.push_str(&format!("... ({} earlier verifier lines omitted)\n", log.len() - tail.len()));
+        out.push_str(&format!(
+            "... ({} earlier verifier lines omitted)\n",
+            log.len() - tail.len()
+        ));
     }
     for l in tail {
         out.push_str(l);
@@ -86,7 +95,10 @@ mod tests {
         let e = verifier_excerpt(&v, 5).unwrap();
         let lines: Vec<&str> = e.lines().collect();
         assert!(lines[0].contains("BPF program load failed"), "{e}");
-        assert!(lines[1].contains("46 earlier verifier lines omitted"), "{e}");
+        assert!(
+            lines[1].contains("46 earlier verifier lines omitted"),
+            "{e}"
+        );
         assert_eq!(*lines.last().unwrap(), "R1 invalid mem access 'scalar'");
         assert_eq!(lines.len(), 7);
     }

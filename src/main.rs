@@ -117,6 +117,10 @@ struct RunOpts {
     /// Print libbpf's messages (including the verifier log).
     #[arg(short, long)]
     verbose: bool,
+
+    /// Test hook: make the BPF verifier reject the scheduler.
+    #[arg(long, hide = true)]
+    test_verifier_reject: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -149,7 +153,9 @@ struct SetOpts {
 }
 
 fn parse_interval(s: &str) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
     if !v.is_finite() || !(0.0..=3600.0).contains(&v) {
         return Err(format!("{s} is out of range: use 0 (off) to 3600 seconds"));
     }
@@ -212,14 +218,18 @@ impl<'a> Scheduler<'a> {
         let skel_builder = BpfSkelBuilder::default();
         let mut skel = scx_ops_open!(skel_builder, open_object, fairquota_ops, None)?;
         skel.struct_ops.fairquota_ops_mut().exit_dump_len = opts.exit_dump_len;
+        if let Some(rodata) = skel.maps.rodata_data.as_mut() {
+            rodata.test_verifier_reject = opts.test_verifier_reject;
+        }
 
         // Load it: this is where the verifier runs.
         let skel = scx_ops_load!(skel, fairquota_ops, uei).map_err(|e| {
             match libbpf_log::last_verifier_excerpt() {
-                Some(log) => e.context(format!(
-                    "the kernel's BPF verifier rejected the scheduler; the end of its log:\n{log}\
-                     Report this with `{SCHEDULER_NAME} --verbose` output and `uname -r`"
-                )),
+                Some(log) => anyhow!(
+                    "the kernel's BPF verifier rejected the scheduler ({e:#}); nothing was \
+                     attached. The end of the verifier log:\n{log}\
+                     Run with --verbose for the whole log and report it with `uname -r`"
+                ),
                 None => e,
             }
         })?;
@@ -294,7 +304,12 @@ impl<'a> Scheduler<'a> {
             last_stats = Instant::now();
             let totals = self.totals()?;
             let tasks = self.tasks();
-            let rows = stats::top_tasks(&tasks, &prev_tasks, elapsed.as_nanos() as u64, self.opts.top);
+            let rows = stats::top_tasks(
+                &tasks,
+                &prev_tasks,
+                elapsed.as_nanos() as u64,
+                self.opts.top,
+            );
             println!(
                 "[fairquota] t={:.1}s {}",
                 start.elapsed().as_secs_f64(),
@@ -302,7 +317,10 @@ impl<'a> Scheduler<'a> {
             );
             println!("{}", stats::TABLE_HEADER);
             for row in &rows {
-                println!("{}", stats::format_row(row, &comm_of(row.sample.tgid, row.sample.pid)));
+                println!(
+                    "{}",
+                    stats::format_row(row, &comm_of(row.sample.tgid, row.sample.pid))
+                );
             }
             prev_totals = totals;
             prev_tasks = tasks.into_iter().map(|s| (s.pid, s)).collect();
@@ -316,9 +334,13 @@ impl<'a> Scheduler<'a> {
         println!("[fairquota] final: {}", final_totals.format(None));
 
         match uei_report!(&self.skel, uei) {
-            Err(e) => Err(e.context("the kernel ejected the scheduler and fell back to its default scheduler")),
+            Err(e) => Err(e.context(
+                "the kernel ejected the scheduler and fell back to its default scheduler",
+            )),
             Ok(_) if !requested => {
-                bail!("the kernel unloaded the scheduler (see the reason above) and fell back to its default scheduler")
+                bail!(
+                    "the kernel unloaded the scheduler (see the reason above) and fell back to its default scheduler"
+                )
             }
             Ok(_) => Ok(ExitCode::SUCCESS),
         }

@@ -10,12 +10,36 @@ use crate::bpf_intf;
 /// The global counters, each defined once: index in the BPF `counters`
 /// map, the name printed, and what it counts.
 pub const COUNTERS: [(u32, &str, &str); bpf_intf::counter_idx_NR_COUNTERS as usize] = [
-    (bpf_intf::counter_idx_CNT_FIFO_DISPATCH, "fifo_dispatch", "FIFO tasks started"),
-    (bpf_intf::counter_idx_CNT_RR_DISPATCH, "rr_dispatch", "RR tasks started"),
-    (bpf_intf::counter_idx_CNT_THROTTLE, "throttles", "tasks that ran out of quota"),
-    (bpf_intf::counter_idx_CNT_GUARD, "guard", "starvation-guard preemptions of FIFO tasks"),
-    (bpf_intf::counter_idx_CNT_FIFO_ROTATE, "fifo_rotate", "FIFO hogs rotated behind a waiter"),
-    (bpf_intf::counter_idx_CNT_UNTRACKED, "untracked", "tasks without context (map full)"),
+    (
+        bpf_intf::counter_idx_CNT_FIFO_DISPATCH,
+        "fifo_dispatch",
+        "FIFO tasks started",
+    ),
+    (
+        bpf_intf::counter_idx_CNT_RR_DISPATCH,
+        "rr_dispatch",
+        "RR tasks started",
+    ),
+    (
+        bpf_intf::counter_idx_CNT_THROTTLE,
+        "throttles",
+        "tasks that ran out of quota",
+    ),
+    (
+        bpf_intf::counter_idx_CNT_GUARD,
+        "guard",
+        "starvation-guard preemptions of FIFO tasks",
+    ),
+    (
+        bpf_intf::counter_idx_CNT_FIFO_ROTATE,
+        "fifo_rotate",
+        "FIFO hogs rotated behind a waiter",
+    ),
+    (
+        bpf_intf::counter_idx_CNT_UNTRACKED,
+        "untracked",
+        "tasks without context (map full)",
+    ),
 ];
 
 /// Global counters, summed over CPUs.
@@ -179,8 +203,12 @@ mod tests {
 
     #[test]
     fn totals_sum_and_delta() {
-        let mut a = bpf_intf::counters { cnt: [0; COUNTERS.len()] };
-        let mut b = bpf_intf::counters { cnt: [0; COUNTERS.len()] };
+        let mut a = bpf_intf::counters {
+            cnt: [0; COUNTERS.len()],
+        };
+        let mut b = bpf_intf::counters {
+            cnt: [0; COUNTERS.len()],
+        };
         a.cnt[0] = 5;
         b.cnt[0] = 7;
         b.cnt[2] = 1;
@@ -207,8 +235,9 @@ mod tests {
 
     #[test]
     fn top_tasks_ranks_by_interval_cpu() {
-        let prev: HashMap<i32, TaskSample> =
-            [(1, sample(1, 1_000_000_000)), (2, sample(2, 0))].into_iter().collect();
+        let prev: HashMap<i32, TaskSample> = [(1, sample(1, 1_000_000_000)), (2, sample(2, 0))]
+            .into_iter()
+            .collect();
         // pid 1 used 0.2 s, pid 2 used 0.5 s, pid 3 is new with 0.1 s.
         let now = vec![
             sample(1, 1_200_000_000),
@@ -233,7 +262,18 @@ mod tests {
         let cols: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(
             cols,
-            ["42", "a-very-long-comm", "0", "100", "RR", "20.0", "2.500s", "3", "2", "1.500s"]
+            [
+                "42",
+                "a-very-long-comm",
+                "0",
+                "100",
+                "RR",
+                "20.0",
+                "2.500s",
+                "3",
+                "2",
+                "1.500s"
+            ]
         );
         assert_eq!(
             TABLE_HEADER.split_whitespace().count(),

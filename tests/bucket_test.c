@@ -99,36 +99,59 @@ static void debt_is_capped_within_watchdog(void)
 }
 
 /*
- * Simulate a CPU hog whose slice is capped at its tokens but whose
- * expiry is only seen at 4 ms ticks (HZ=250): the long-run share must
- * still equal quota/period.
+ * Simulate a CPU hog whose slice is capped at its tokens but whose expiry
+ * is only seen at 4 ms ticks (HZ=250), charged with bw_charge_span(). Each
+ * release is followed by a start delay of up to @max_delay (the CPU was busy
+ * with something else), so runs may cross period boundaries. Return the
+ * hog's long-run share.
  */
-static void tick_overrun_keeps_exact_share(void)
+static double simulate_share(u64 quota, u64 period, u64 max_delay)
 {
-	const u64 tick = 4 * MS, quota = 2 * MS, period = 10 * MS;
+	const u64 tick = 4 * MS, end = 10000 * MS;
 	struct bw_bucket b = { 0 };
-	u64 now = 1, ran = 0, end = 10000 * MS;
+	u64 now = 1, ran = 0, seed = 12345;
 
 	while (now < end) {
 		bw_refill(&b, now, quota, period);
 		if (bw_throttled(&b)) {
 			now = bw_release_at(&b, quota, period);
+			seed = seed * 6364136223846793005ULL + 1;
+			if (max_delay)
+				now += (seed >> 33) % max_delay;
 			continue;
 		}
-		/* run until the first tick at which the slice has expired */
 		u64 slice = b.tokens_ns, run = 0;
 
+		/* run until the first tick at which the slice has expired */
 		while (run < slice)
 			run += tick - ((now + run) % tick);
-		bw_charge(&b, run, quota, period);
+		bw_charge_span(&b, now, now + run, quota, period);
 		ran += run;
 		now += run;
 	}
-	double share = (double)ran / (double)end;
+	return (double)ran / (double)end;
+}
 
-	CHECK(share > 0.195 && share < 0.205);
-	if (share <= 0.195 || share >= 0.205)
-		fprintf(stderr, "share %.4f\n", share);
+static void check_share(double share, double want)
+{
+	CHECK(share > want - 0.005 && share < want + 0.005);
+	if (share <= want - 0.005 || share >= want + 0.005)
+		fprintf(stderr, "share %.4f, want %.4f\n", share, want);
+}
+
+/* The long-run share equals quota/period despite tick overruns. */
+static void tick_overrun_keeps_exact_share(void)
+{
+	check_share(simulate_share(2 * MS, 10 * MS, 0), 0.20);
+	check_share(simulate_share(20 * MS, 100 * MS, 0), 0.20);
+	check_share(simulate_share(5 * MS, 10 * MS, 0), 0.50);
+}
+
+/* ... and when runs start late and cross period boundaries. */
+static void late_starts_keep_exact_share(void)
+{
+	check_share(simulate_share(2 * MS, 10 * MS, 7 * MS), 0.20);
+	check_share(simulate_share(5 * MS, 10 * MS, 4 * MS), 0.50);
 }
 
 static void span_is_split_at_period_boundaries(void)
@@ -142,40 +165,6 @@ static void span_is_split_at_period_boundaries(void)
 	CHECK(b.period_start_ns == 1000 + 10 * MS);
 	CHECK(b.tokens_ns == 0);
 	CHECK(b.nr_periods == 2);
-}
-
-/*
- * Like tick_overrun_keeps_exact_share, but runs start at a random point
- * of the period (the CPU was busy with something else) so that many of
- * them cross a period boundary.
- */
-static void late_starts_keep_exact_share(void)
-{
-	const u64 tick = 4 * MS, quota = 2 * MS, period = 10 * MS;
-	struct bw_bucket b = { 0 };
-	u64 now = 1, ran = 0, end = 10000 * MS, seed = 12345;
-
-	while (now < end) {
-		bw_refill(&b, now, quota, period);
-		if (bw_throttled(&b)) {
-			now = bw_release_at(&b, quota, period);
-			seed = seed * 6364136223846793005ULL + 1;
-			now += (seed >> 33) % (7 * MS); /* start late */
-			continue;
-		}
-		u64 slice = b.tokens_ns, run = 0;
-
-		while (run < slice)
-			run += tick - ((now + run) % tick);
-		bw_charge_span(&b, now, now + run, quota, period);
-		ran += run;
-		now += run;
-	}
-	double share = (double)ran / (double)end;
-
-	CHECK(share > 0.195 && share < 0.205);
-	if (share <= 0.195 || share >= 0.205)
-		fprintf(stderr, "late-start share %.4f\n", share);
 }
 
 static void park_accounts_throttled_time(void)

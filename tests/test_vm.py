@@ -65,7 +65,21 @@ def test_attach_and_detach(binary, tmp_path):
         ("final totals printed", "[fairquota] final:" in r["stdout"], "True", "[fairquota] final:" in r["stdout"]),
         ("stats table printed", "THROTTLED" in r["stdout"], "True", "THROTTLED" in r["stdout"]),
         ("set after exit refused", r["set_after_exit"]["rc"], "1", r["set_after_exit"]["rc"] == 1),
+        ("verifier rejection exit status", r["verifier_reject"]["rc"], "1", r["verifier_reject"]["rc"] == 1),
+        ("verifier rejection names the verifier", "verifier rejected" in r["verifier_reject"]["stderr"],
+         "True", "verifier rejected" in r["verifier_reject"]["stderr"]),
+        ("verifier rejection shows the log's reason", "invalid mem access" in r["verifier_reject"]["stderr"],
+         "True", "invalid mem access" in r["verifier_reject"]["stderr"]),
+        ("state after the rejection", r["after_reject"][0], "disabled", r["after_reject"][0] == "disabled"),
+        ("exit status after SysRq-S unload", r["sysrq_rc"], "1", r["sysrq_rc"] == 1),
+        ("daemon says the kernel fell back", "fell back to its default scheduler" in r["sysrq_stderr"],
+         "True", "fell back to its default scheduler" in r["sysrq_stderr"]),
+        ("daemon gives the kernel's reason", "sysrq" in r["sysrq_stderr"].lower(), "True",
+         "sysrq" in r["sysrq_stderr"].lower()),
+        ("state after SysRq-S", r["sysrq_after"][0], "disabled", r["sysrq_after"][0] == "disabled"),
     ])
+    print(r["verifier_reject"]["stderr"])
+    print(r["sysrq_stderr"])
 
 
 def test_quota_period(binary, tmp_path):
@@ -131,3 +145,20 @@ def test_live_reconfiguration(binary, tmp_path):
         ("hog class after renice", r["last_class"], "FIFO", r["last_class"] == "FIFO"),
         ("exit status", r["rc"], "0", r["rc"] == 0),
     ])
+
+
+def test_slice_modes(binary, tmp_path):
+    r = run_scenario("slices", tmp_path)
+    fixed, split = r["fixed"], r["split"]
+    ratio = split["switches_per_s"] / max(fixed["switches_per_s"], 1e-9)
+    checks = [
+        ("fixed 20 ms: switches/s of 3 hogs on a CPU", f"{fixed['switches_per_s']:.0f}", "<= 65",
+         fixed["switches_per_s"] <= 65),
+        ("split 20 ms / (2 waiting + 1): switches/s", f"{split['switches_per_s']:.0f}", ">= 1.8x fixed",
+         ratio >= 1.8),
+    ]
+    for mode in ["fixed", "split"]:
+        for i, share in enumerate(r[mode]["shares"]):
+            checks.append((f"{mode}: hog {i} share", pct(share), "33% +- 5", abs(share - 1 / 3) <= 0.05))
+        checks.append((f"{mode}: exit status", r[mode]["rc"], "0", r[mode]["rc"] == 0))
+    check_all(checks)

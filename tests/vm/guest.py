@@ -174,6 +174,19 @@ def scenario_attach(out):
     res["stdout"] = d.stdout()
     res["stderr"] = d.stderr()
     res["set_after_exit"] = run_cmd([BIN, "set", "--quota-us", "5000"])
+    res["verifier_reject"] = run_cmd([BIN, "--test-verifier-reject"])
+    res["after_reject"] = sched_state()
+    # The kernel unloads the scheduler (SysRq-S): the daemon must say why
+    # and exit non-zero.
+    d = Daemon(out, "attach-sysrq", ["--stats-interval", "0"])
+    with open("/proc/sysrq-trigger", "w") as f:
+        f.write("S")
+    try:
+        res["sysrq_rc"] = d.proc.wait(60)
+    except subprocess.TimeoutExpired:
+        res["sysrq_rc"] = d.stop(signal.SIGKILL)
+    res["sysrq_stderr"] = d.stderr()
+    res["sysrq_after"] = sched_state()
     return res
 
 
@@ -239,6 +252,32 @@ def scenario_weight(out):
             "stderr": d.stderr()}
 
 
+def switches(pid):
+    """Involuntary context switches of `pid` so far."""
+    for line in read(f"/proc/{pid}/status").splitlines():
+        if line.startswith("nonvoluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    return 0
+
+
+def scenario_slices(out):
+    """Three nice 0 hogs on one CPU, fixed 20 ms slices vs split slices."""
+    res = {}
+    for mode in ["fixed", "split"]:
+        d = Daemon(out, f"slices-{mode}",
+                   ["--slice-us", "20000", "--slice-mode", mode, "--slice-min-us", "1000"])
+        hogs = [spawn_hog(0, cpus=1) for _ in range(3)]
+        time.sleep(3)
+        s0 = sum(switches(h.pid) for h in hogs)
+        t0 = time.monotonic()
+        shares = measure([h.pid for h in hogs], 8)
+        rate = (sum(switches(h.pid) for h in hogs) - s0) / (time.monotonic() - t0)
+        kill_all(hogs)
+        rc = d.stop()
+        res[mode] = {"switches_per_s": rate, "shares": shares, "rc": rc}
+    return res
+
+
 def scenario_reconfig(out):
     d = Daemon(out, "reconfig", ["--period-us", "10000", "--quota-us", "2000"])
     hog = spawn_hog(0)
@@ -297,6 +336,7 @@ SCENARIOS = {
     "fifo_guard": scenario_fifo_guard,
     "weight": scenario_weight,
     "reconfig": scenario_reconfig,
+    "slices": scenario_slices,
 }
 
 
