@@ -83,7 +83,7 @@ enum counter_idx {
 	CNT_THROTTLE,		/* a task ran out of quota */
 	CNT_GUARD,		/* the starvation guard preempted a FIFO task */
 	CNT_FIFO_ROTATE,	/* a FIFO hog was rotated behind a FIFO waiter */
-	CNT_UNTRACKED,		/* a task had no context (task map full) */
+	CNT_UNTRACKED,		/* a task got no context (task map full) */
 	NR_COUNTERS,
 };
 

@@ -440,7 +440,6 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 
 	tctx = try_lookup_task_ctx(p);
 	if (!tctx) {
-		stat_inc(CNT_UNTRACKED);
 		scx_bpf_dsq_insert_vtime(p, RR_DSQ, cfg->slice_ns, vtime_now,
 					 enq_flags);
 		return;

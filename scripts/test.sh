@@ -3,7 +3,7 @@
 #
 #  1. host setup (apt packages, virtme-ng venv, virtiofsd) and the sid
 #     sched_ext kernel (cached under ~/.cache/scx_fairquota);
-#  2. build (release) and the Rust unit tests;
+#  2. build (release), rustfmt and clippy checks, the Rust unit tests;
 #  3. native unit tests of the BPF bandwidth bucket (bpf/bucket.h);
 #  4. pytest: bad input on the host (tests/test_cli.py), then the VM tests
 #     (tests/test_vm.py), which boot the sched_ext kernel one VM at a time
@@ -17,6 +17,10 @@ export PATH="$HOME/.cargo/bin:$PATH"
 scripts/setup-host.sh
 scripts/fetch-kernel.sh >/dev/null
 scripts/build.sh
+
+echo "== lint"
+cargo fmt --check
+BPF_CLANG=clang-19 LIBCLANG_PATH=/usr/lib/llvm-19/lib cargo clippy --release --locked -- -D warnings
 
 echo "== Rust unit tests"
 BPF_CLANG=clang-19 LIBCLANG_PATH=/usr/lib/llvm-19/lib cargo test --release --locked

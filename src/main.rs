@@ -267,23 +267,28 @@ impl<'a> Scheduler<'a> {
 
     fn tasks(&self) -> Vec<TaskSample> {
         let map = &self.skel.maps.task_ctxs;
-        map.keys()
+        let mut tasks: Vec<TaskSample> = map
+            .keys()
             .filter_map(|k| {
                 let pid = i32::from_ne_bytes(k.as_slice().try_into().ok()?);
                 let v = map.lookup(&k, MapFlags::ANY).ok()??;
                 let ctx: bpf_intf::task_ctx = config::from_bytes(&v)?;
                 Some(TaskSample::from_ctx(pid, &ctx))
             })
-            .collect()
+            .collect();
+        // A key deleted during the walk restarts it: drop repeated pids.
+        tasks.sort_by_key(|t| t.pid);
+        tasks.dedup_by_key(|t| t.pid);
+        tasks
     }
 
     /// Log a reconfiguration made with `scx_fairquota set`.
     fn notice_config_change(&mut self) {
-        if let Ok((t, _)) = control::read_config(&self.skel.maps.tunables) {
-            if t != self.tunables {
-                info!("reconfigured: {t}");
-                self.tunables = t;
-            }
+        if let Ok((t, _)) = control::read_config(&self.skel.maps.tunables)
+            && t != self.tunables
+        {
+            info!("reconfigured: {t}");
+            self.tunables = t;
         }
     }
 

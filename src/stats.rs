@@ -38,7 +38,7 @@ pub const COUNTERS: [(u32, &str, &str); bpf_intf::counter_idx_NR_COUNTERS as usi
     (
         bpf_intf::counter_idx_CNT_UNTRACKED,
         "untracked",
-        "tasks without context (map full)",
+        "tasks that got no context (task map full)",
     ),
 ];
 
