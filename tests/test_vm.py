@@ -120,6 +120,20 @@ def test_fifo_starvation_guard(binary, tmp_path):
     ])
 
 
+def test_fifo_hogs_rotate(binary, tmp_path):
+    r = run_scenario("fifo_rotate", tmp_path)
+    a, b = r["shares"]
+    rotations = r["totals"].get("fifo_rotate", 0)
+    check_all([
+        ("FIFO hog A share of CPU 1 over 12 s", pct(a), ">= 30%", a >= 0.30),
+        ("FIFO hog B share of CPU 1 over 12 s", pct(b), ">= 30%", b >= 0.30),
+        ("FIFO rotations counted", rotations, ">= 8", rotations >= 8),
+        ("scheduler still attached after 12 s (watchdog 10 s)", r["state_during"][0], "enabled",
+         r["state_during"][0] == "enabled"),
+        ("exit status", r["rc"], "0", r["rc"] == 0),
+    ])
+
+
 def test_weight_split(binary, tmp_path):
     r = run_scenario("weight", tmp_path)
     total = r["nice0_share"] + r["nice5_share"]

@@ -239,6 +239,35 @@ def scenario_fifo_guard(out):
     }
 
 
+def final_totals(stdout):
+    """The daemon's final counters as a dict."""
+    for line in stdout.splitlines():
+        if line.startswith("[fairquota] final:"):
+            return {k: int(v) for k, v in (kv.split("=") for kv in line.split()[2:])}
+    return {}
+
+
+def scenario_fifo_rotate(out):
+    """Two FIFO hogs on one CPU for longer than the kernel watchdog timeout."""
+    d = Daemon(out, "fifo-rotate", [])
+    # Start them in the RR class so both reach their loop (a FIFO task
+    # exec'ing behind a FIFO hog waits a rotation per I/O), then make
+    # both FIFO.
+    a = spawn_hog(0, cpus=1)
+    b = spawn_hog(0, cpus=1)
+    time.sleep(3)
+    renice = run_cmd(["renice", "-n", "-5", "-p", str(a.pid), str(b.pid)])
+    if renice["rc"] != 0:
+        raise ScenarioError("renice failed: " + renice["stderr"])
+    time.sleep(1)
+    sa, sb = measure([a.pid, b.pid], 12)
+    state = sched_state()
+    kill_all([a, b])
+    rc = d.stop()
+    return {"shares": [sa, sb], "state_during": state, "rc": rc,
+            "totals": final_totals(d.stdout()), "stderr": d.stderr()}
+
+
 def scenario_weight(out):
     d = Daemon(out, "weight", [])
     n0 = spawn_hog(0, cpus=1)
@@ -334,6 +363,7 @@ SCENARIOS = {
     "attach": scenario_attach,
     "quota": scenario_quota,
     "fifo_guard": scenario_fifo_guard,
+    "fifo_rotate": scenario_fifo_rotate,
     "weight": scenario_weight,
     "reconfig": scenario_reconfig,
     "slices": scenario_slices,
