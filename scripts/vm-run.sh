@@ -14,6 +14,8 @@
 #                 everything else the guest writes (/tmp, /etc, ...) is discarded
 #   --kernel DIR  kernel directory (default: ~/.cache/scx_fairquota/kernel/current)
 # Env:   VM_TIMEOUT  seconds before qemu is killed (default 900, per boot)
+#        VM_BOOT_TRIES  boots tried when a VM dies or hangs before the command
+#        starts (default 3; a VM that dies while the command runs is never retried)
 #        VM_CPUS (default 2), VM_MEMORY (default 2G), VM_KEEP=1 keeps the run
 #        directory (guest script, markers, vng log) for debugging,
 #        VM_VERBOSE=1 shows the guest's kernel console (boot log, panics),
@@ -174,7 +176,8 @@ show_tail() {
 }
 
 say "booting $release (TCG, $VM_CPUS vCPUs, $VM_MEMORY, timeout ${VM_TIMEOUT}s)"
-for attempt in 1 2; do
+tries="${VM_BOOT_TRIES:-3}"
+for attempt in $(seq 1 "$tries"); do
     boot
     if [ -f "$run/status" ]; then
         rc="$(cat "$run/status")"
@@ -191,20 +194,22 @@ for attempt in 1 2; do
         state="before the command started"
         [ -f "$run/started" ] && state="while the command was running"
         show_tail
-        if [ -f "$run/started" ] || [ "$attempt" = 2 ]; then
+        if [ -f "$run/started" ] || [ "$attempt" = "$tries" ]; then
             echo "$me: ERROR: VM timed out after ${VM_TIMEOUT}s $state; qemu was killed (VM_TIMEOUT raises the limit)" >&2
             exit 124
         fi
-        say "VM timed out $state; retrying once"
+        say "VM timed out $state; retrying (attempt $attempt of $tries)"
         continue
     fi
     if [ -f "$run/started" ]; then
         show_tail
         die "VM did not run the command to completion: it started at guest uptime $(cat "$run/started")s but the VM ended (vng exit $vng_rc) without the command's exit status"
     fi
-    if [ "$attempt" = 1 ]; then
-        say "VM died before the command started (vng exit $vng_rc after ${elapsed}s); retrying once"
+    if [ "$attempt" != "$tries" ]; then
+        say "VM died before the command started (vng exit $vng_rc after ${elapsed}s); retrying (attempt $attempt of $tries)"
+        show_tail
+        cp "$run/vng.log" "$run/vng.attempt$attempt.log"
     fi
 done
 show_tail
-die "VM did not run the command: it failed twice before the command started (vng exit $vng_rc)"
+die "VM did not run the command: it failed $tries times before the command started (vng exit $vng_rc)"

@@ -142,7 +142,8 @@ def test_weight_split(binary, tmp_path):
         ("nice 0 part of CPU 1 (vs nice 5)", pct(frac), "75% +- 5", abs(frac - 0.75) <= 0.05),
         ("CPU 1 busy", pct(total), ">= 90%", total >= 0.90),
         ("state during", r["state_during"][0], "enabled", r["state_during"][0] == "enabled"),
-        ("exit status", r["rc"], "0", r["rc"] == 0),
+        ("exit status after SIGTERM", r["rc"], "0", r["rc"] == 0),
+        ("state after SIGTERM", r["after"][0], "disabled", r["after"][0] == "disabled"),
     ])
 
 

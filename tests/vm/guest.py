@@ -276,9 +276,9 @@ def scenario_weight(out):
     s0, s5 = measure([n0.pid, n5.pid], 10)
     state = sched_state()
     kill_all([n0, n5])
-    rc = d.stop()
+    rc = d.stop(signal.SIGTERM)
     return {"nice0_share": s0, "nice5_share": s5, "state_during": state, "rc": rc,
-            "stderr": d.stderr()}
+            "after": sched_state(), "stderr": d.stderr()}
 
 
 def switches(pid):
