@@ -17,7 +17,9 @@
  *    vtime advances by runtime * 100 / p->scx.weight, so tasks of equal
  *    weight take strict turns of one slice and the CPU splits by weight.
  *    The slice is slice_ns, or in SLICE_SPLIT mode
- *    slice_ns / (nr_waiting + 1) bounded below by slice_min_ns.
+ *    slice_ns / (nr_waiting + 1) bounded below by slice_min_ns. A turn's
+ *    slice is decided when it starts (ops.running(), or ops.dispatch()
+ *    when the running task goes on).
  *
  * Starvation guard. While an RR task waits on RR_DSQ, ops.tick() of a FIFO
  * task measures how long RR work has been locked out of that CPU; after
@@ -327,12 +329,8 @@ static int release_timerfn(void *map, int *key, struct bpf_timer *timer)
 		if (tctx)
 			bw_unpark(&tctx->bw, now);
 		if (tctx && tctx->class == CLASS_FIFO) {
-			scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER,
-						   fifo_slice(cfg));
 			scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, FIFO_DSQ, 0);
 		} else {
-			scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER,
-						   rr_slice(tctx, cfg));
 			if (tctx)
 				scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
 							   rr_vtime(tctx, cfg));
@@ -413,7 +411,7 @@ s32 BPF_STRUCT_OPS(fairquota_select_cpu, struct task_struct *p, s32 prev_cpu,
 
 	/* Idle CPU: run @p there right away unless it is out of quota. */
 	if (!refresh_task(p, tctx, cfg, bpf_ktime_get_ns()))
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, task_slice(tctx, cfg), 0);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cfg->slice_ns, 0);
 	return cpu;
 }
 
@@ -454,8 +452,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	/* The last runnable task of a CPU that was not parked keeps it. */
 	if (enq_flags & SCX_ENQ_LAST) {
 		tctx->fifo_to_tail = false;
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, task_slice(tctx, cfg),
-				   enq_flags);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cfg->slice_ns, enq_flags);
 		return;
 	}
 
@@ -468,7 +465,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 		if (!(enq_flags & SCX_ENQ_WAKEUP) && !tctx->fifo_to_tail)
 			enq_flags |= SCX_ENQ_HEAD;
 		tctx->fifo_to_tail = false;
-		scx_bpf_dsq_insert(p, FIFO_DSQ, fifo_slice(cfg), enq_flags);
+		scx_bpf_dsq_insert(p, FIFO_DSQ, cfg->slice_ns, enq_flags);
 
 		/* FIFO before RR: preempt an RR task on its CPU. */
 		cpu = scx_bpf_task_cpu(p);
@@ -480,8 +477,8 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	scx_bpf_dsq_insert_vtime(p, RR_DSQ, rr_slice(tctx, cfg),
-				 rr_vtime(tctx, cfg), enq_flags);
+	scx_bpf_dsq_insert_vtime(p, RR_DSQ, cfg->slice_ns, rr_vtime(tctx, cfg),
+				 enq_flags);
 	kick_idle_cpu(p);
 }
 
@@ -514,7 +511,7 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 
 	/* A running FIFO task keeps its CPU unless it yielded or rotated. */
 	if (keep && pctx->class == CLASS_FIFO && !pctx->fifo_to_tail) {
-		scx_bpf_task_set_slice(prev, fifo_slice(cfg));
+		scx_bpf_task_set_slice(prev, task_slice(pctx, cfg));
 		return;
 	}
 
@@ -523,7 +520,7 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 
 	/* An RR task whose turn it still is (lowest vtime) goes on. */
 	if (keep && pctx->class == CLASS_RR && rr_keep_prev(prev, pctx)) {
-		scx_bpf_task_set_slice(prev, rr_slice(pctx, cfg));
+		scx_bpf_task_set_slice(prev, task_slice(pctx, cfg));
 		return;
 	}
 
@@ -572,16 +569,17 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 
 	if (tctx->class == CLASS_FIFO) {
 		stat_inc(CNT_FIFO_DISPATCH);
-		return;
+	} else {
+		stat_inc(CNT_RR_DISPATCH);
+		if (tctx->vtime > vtime_now)
+			vtime_now = tctx->vtime;
 	}
-	stat_inc(CNT_RR_DISPATCH);
-	if (tctx->vtime > vtime_now)
-		vtime_now = tctx->vtime;
 	/*
-	 * The turn's slice is decided as it starts: split mode divides by the
-	 * tasks waiting now, and no slice exceeds what is left of the quota.
+	 * A turn's slice is decided here, as it starts (the slices given when
+	 * tasks are queued are placeholders): split mode divides by the tasks
+	 * waiting now, and no RR slice exceeds what is left of the quota.
 	 */
-	scx_bpf_task_set_slice(p, rr_slice(tctx, cfg));
+	scx_bpf_task_set_slice(p, task_slice(tctx, cfg));
 }
 
 void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
