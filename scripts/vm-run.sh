@@ -146,6 +146,12 @@ vng_args=(
 for d in "${rwdirs[@]}"; do
     vng_args+=(--rwdir "$d")
 done
+# Single-threaded TCG: with one host thread per vCPU (qemu's default), the
+# kernel's live code patching (int3-based static-key flips, done e.g. when a
+# sched_ext scheduler is enabled) is not coherent across vCPUs, and the guest
+# oopses now and then with "int3" in patched code. One thread running all
+# vCPUs in turn keeps patching coherent. VM_TCG_THREAD=multi restores the default.
+vng_args+=("--qemu-opts=-accel tcg,thread=${VM_TCG_THREAD:-single}")
 [ "${VM_VERBOSE:-0}" = 1 ] && vng_args+=(--verbose)
 vng_args+=(--exec "bash $run/guest.sh")
 
