@@ -105,6 +105,13 @@ def test_quota_period(binary, tmp_path):
              "no growth", len(fifo_thr) >= 4 and fifo_thr[-1] == fifo_thr[len(fifo_thr) // 2]),
             (f"{key}: nice -5 hog class", m["fifo_rows"][-1]["class"] if m["fifo_rows"] else None, "FIFO",
              bool(m["fifo_rows"]) and m["fifo_rows"][-1]["class"] == "FIFO"),
+            # Exempt tasks never charge a bucket: their PERIODS stay 0.
+            (f"{key}: daemon rows / with periods > 0", (len(m["daemon_rows"]),
+             sum(r["periods"] > 0 for r in m["daemon_rows"])), "(>= 1, 0)",
+             len(m["daemon_rows"]) >= 1 and all(r["periods"] == 0 for r in m["daemon_rows"])),
+            (f"{key}: kernel-thread rows / with periods > 0", (len(m["kthread_rows"]),
+             sum(r["periods"] > 0 for r in m["kthread_rows"])), "(>= 1, 0)",
+             len(m["kthread_rows"]) >= 1 and all(r["periods"] == 0 for r in m["kthread_rows"])),
             (f"{key}: state during", m["state_during"][0], "enabled", m["state_during"][0] == "enabled"),
             (f"{key}: exit status", m["rc"], "0", m["rc"] == 0),
         ]

@@ -137,19 +137,29 @@ def measure(pids, seconds):
     return [(b - a) / wall for a, b in zip(c0, c1)]
 
 
-def stats_rows(stdout, pid):
-    """The daemon's stats rows for `pid`, oldest first, as dicts."""
+def all_stats_rows(stdout):
+    """Every row of the daemon's stats tables, oldest first, as dicts."""
     rows = []
     for line in stdout.splitlines():
         cols = line.split()
-        if len(cols) == 10 and cols[0] == str(pid):
+        if len(cols) == 10 and cols[0].isdigit():
             rows.append({
+                "pid": int(cols[0]),
+                "comm": cols[1],
                 "class": cols[4],
                 "cpu_pct": float(cols[5]),
                 "periods": int(cols[7]),
                 "throttled": int(cols[8]),
             })
     return rows
+
+
+def stats_rows(stdout, pid):
+    """The daemon's stats rows for `pid`, oldest first."""
+    return [r for r in all_stats_rows(stdout) if r["pid"] == pid]
+
+
+KTHREAD_PREFIXES = ("kworker/", "ksoftirqd/", "rcu_", "kcompactd", "kthreadd", "migration/")
 
 
 def run_cmd(args, **kw):
@@ -196,7 +206,8 @@ def scenario_attach(out):
 def scenario_quota(out):
     res = {}
     for period, quota in [(10000, 2000), (100000, 20000)]:
-        d = Daemon(out, f"quota-{period}", ["--period-us", str(period), "--quota-us", str(quota)])
+        d = Daemon(out, f"quota-{period}",
+                   ["--period-us", str(period), "--quota-us", str(quota), "--top", "200"])
         rr = spawn_hog(0)
         fifo = spawn_hog(-5)
         time.sleep(3)
@@ -211,6 +222,9 @@ def scenario_quota(out):
             "fifo_share": fifo_share,
             "rr_rows": stats_rows(stdout, rr.pid),
             "fifo_rows": stats_rows(stdout, fifo.pid),
+            "daemon_rows": stats_rows(stdout, d.proc.pid),
+            "kthread_rows": [r for r in all_stats_rows(stdout)
+                             if r["comm"].startswith(KTHREAD_PREFIXES)],
             "state_during": state,
             "rc": rc,
             "stderr": d.stderr(),
