@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Types and constants shared by the BPF scheduler (main.bpf.c), the Rust
- * daemon (through bindgen) and the native unit tests of bucket.h.
+ * Types and constants shared by the BPF scheduler (main.bpf.c and the
+ * headers it includes), the Rust daemon (through bindgen) and the native
+ * unit tests of bucket.h.
  *
  * Copyright (c) 2026 The scx_fairquota authors
  */
@@ -21,35 +22,50 @@ enum consts {
 	NSEC_PER_MSEC		= 1000ULL * 1000,
 	NSEC_PER_SEC		= 1000ULL * 1000 * 1000,
 
-	/* Most tasks tracked at once (entries of the task_ctxs map). */
-	MAX_TASKS		= 65536,
-
-	/* Custom dispatch queues. */
-	FIFO_DSQ		= 0,	/* FIFO class, arrival order */
-	RR_DSQ			= 1,	/* RR class, ordered by weighted vtime */
-	THROTTLED_DSQ		= 2,	/* over quota, ordered by release time */
+	/* Most CPU ids and LLCs the scheduler handles (checked at load). */
+	MAX_CPUS		= 4096,
+	MAX_LLCS		= 256,
 
 	/*
-	 * A FIFO task that has waited this long behind another FIFO task
-	 * rotates the running one to the tail: FIFO hogs must not starve each
-	 * other past the kernel watchdog (timeout_ms below).
+	 * A FIFO task that has waited this long (behind a FIFO hog, or
+	 * behind urgent work) becomes urgent: FIFO hogs take turns of about
+	 * this length instead of starving each other.
 	 */
 	FIFO_MAX_WAIT_NS	= 1000ULL * 1000 * 1000,
 
 	/* Longest a task stays throttled to pay off overrun (debt cap). */
 	MAX_THROTTLE_NS		= 2000ULL * 1000 * 1000,
 
-	/* The release timer runs at least this often. */
-	HEARTBEAT_NS		= 10ULL * 1000 * 1000,
+	/* Bounds of the per-LLC housekeeping timer's interval. */
+	SCAN_MIN_NS		= 2ULL * 1000 * 1000,
+	SCAN_MAX_NS		= 20ULL * 1000 * 1000,
 
-	/* Kernel watchdog: a runnable task not run for this long ejects us. */
-	WATCHDOG_TIMEOUT_MS	= 10000,
+	/*
+	 * Kernel watchdog: a runnable task not run for this long ejects the
+	 * scheduler. Our own bounds (guard, FIFO turns, throttling) keep
+	 * every wait near or below 2 s; the watchdog is only the last resort
+	 * against a bug, so it gets the kernel's maximum and a TCG guest's
+	 * slow moments never eject us needlessly.
+	 */
+	WATCHDOG_TIMEOUT_MS	= 30000,
+};
+
+/*
+ * Dispatch queues: one set per LLC, DSQ id = (llc << 2) | kind. See the
+ * design comment at the top of main.bpf.c.
+ */
+enum dsq_kind {
+	DSQ_URGENT		= 0,	/* waited past its bound, FIFO order */
+	DSQ_FIFO		= 1,	/* FIFO class, arrival order */
+	DSQ_RR			= 2,	/* RR class, weighted vtime order */
+	DSQ_THROTTLED		= 3,	/* out of quota, release time order */
+	NR_DSQ_KINDS		= 4,
 };
 
 /* RR slice modes (fq_config.slice_mode). */
 enum slice_mode {
 	SLICE_FIXED		= 0,	/* every RR turn is slice_ns */
-	SLICE_SPLIT		= 1,	/* slice_ns / (nr_waiting + 1), >= slice_min_ns */
+	SLICE_SPLIT		= 1,	/* slice_ns / (waiting per CPU + 1) */
 };
 
 /* Scheduling class of a task, derived from its nice value. */
@@ -59,21 +75,21 @@ enum task_class {
 };
 
 /*
- * Live configuration: the single entry of the "config" map. The daemon
- * writes it at start and whenever it is reconfigured; every BPF callback
- * reads the current values, so a change takes effect at the next decision
- * (and bucket refills use the new quota/period from the next period on).
+ * Live configuration. The "config_slots" map holds two of these and the
+ * "config_seq" map a sequence number; the current configuration is slot
+ * (seq & 1). A writer (the daemon or `scx_fairquota set`, serialized by a
+ * lock file) fills the other slot and then bumps seq; a BPF reader copies
+ * slot (seq & 1) and retries if seq moved meanwhile, so every decision
+ * works from one consistent snapshot.
  */
 struct fq_config {
 	u64 slice_ns;		/* RR time slice */
 	u64 slice_min_ns;	/* lower bound in SLICE_SPLIT mode */
 	u64 period_ns;		/* bandwidth period */
 	u64 quota_ns;		/* runtime per period per RR task, 0 = no limit */
-	u64 guard_ns;		/* starvation guard: max RR wait behind FIFO */
+	u64 guard_ns;		/* starvation guard: max RR wait */
 	s32 fifo_below_nice;	/* nice < this => FIFO class */
 	u32 slice_mode;		/* enum slice_mode */
-	u32 daemon_tgid;	/* the daemon itself is never throttled */
-	u32 __pad;
 };
 
 /* Global event counters (per-CPU, summed by the daemon). */
@@ -81,9 +97,11 @@ enum counter_idx {
 	CNT_FIFO_DISPATCH,	/* a FIFO task started running */
 	CNT_RR_DISPATCH,	/* an RR task started running */
 	CNT_THROTTLE,		/* a task ran out of quota */
-	CNT_GUARD,		/* the starvation guard preempted a FIFO task */
-	CNT_FIFO_ROTATE,	/* a FIFO hog was rotated behind a FIFO waiter */
-	CNT_UNTRACKED,		/* a task got no context (task map full) */
+	CNT_GUARD,		/* an RR task waited past the guard */
+	CNT_FIFO_ROTATE,	/* a FIFO task waited past FIFO_MAX_WAIT_NS */
+	CNT_WAKE_PREEMPT,	/* a waking task preempted a running one */
+	CNT_SLICE_TIMER,	/* a slice ended between ticks (timer) */
+	CNT_ENQ_LAST,		/* the last task of a CPU re-queued and kicked */
 	NR_COUNTERS,
 };
 
@@ -93,9 +111,9 @@ struct counters {
 
 /*
  * Bandwidth bucket: quota_ns of runtime per period_ns, refilled lazily at
- * period boundaries. tokens_ns goes negative when a task overruns (the
- * tick notices expiry late); that debt is paid from the next periods so the
- * long-run share is exact. See bucket.h.
+ * period boundaries. tokens_ns goes negative when a task overruns; that
+ * debt is paid from the next periods so the long-run share is exact. See
+ * bucket.h.
  */
 struct bw_bucket {
 	s64 tokens_ns;		/* runtime left in this period (< 0: debt) */
@@ -107,20 +125,19 @@ struct bw_bucket {
 	u64 parked_at_ns;	/* when the task was parked, 0 = not parked */
 };
 
-/* Per-task state, one entry of the task_ctxs map keyed by pid. */
-struct task_ctx {
-	u64 vtime;		/* weighted virtual time (RR order) */
-	u64 last_exec_ns;	/* p->se.sum_exec_runtime charged so far */
-	u64 enq_at_ns;		/* when the task was last queued */
-	u64 runtime_ns;		/* total CPU time under this scheduler */
-	struct bw_bucket bw;
+/* One task as the "dump_tasks" iterator writes it for the daemon. */
+struct task_stat {
+	s32 pid;
 	u32 tgid;
-	u32 weight;		/* p->scx.weight (nice 0 = 100) */
+	char comm[16];
 	s32 nice;
+	u32 weight;		/* p->scx.weight (nice 0 = 100) */
 	u32 class;		/* enum task_class */
-	u8 limited;		/* subject to the quota right now */
-	u8 fifo_to_tail;	/* FIFO task yielded or was rotated */
-	u8 __pad[6];
+	u32 __pad;
+	u64 runtime_ns;		/* CPU time under this scheduler */
+	u64 nr_periods;
+	u64 nr_throttled;
+	u64 throttled_ns;
 };
 
 #endif /* __FAIRQUOTA_INTF_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Tunables: range checks, cross-option checks and the encoding into the
-//! BPF `config` map entry (`struct fq_config`).
+//! BPF `config_slots` map entry (`struct fq_config`).
 
 use std::fmt;
 
@@ -145,7 +145,7 @@ impl Tunables {
     }
 
     /// Encode for the BPF `config` map.
-    pub fn to_bpf(&self, daemon_tgid: u32) -> bpf_intf::fq_config {
+    pub fn to_bpf(&self) -> bpf_intf::fq_config {
         let ns = bpf_intf::consts_NSEC_PER_USEC as u64;
         bpf_intf::fq_config {
             slice_ns: self.slice_us * ns,
@@ -158,15 +158,13 @@ impl Tunables {
                 SliceMode::Fixed => bpf_intf::slice_mode_SLICE_FIXED,
                 SliceMode::Split => bpf_intf::slice_mode_SLICE_SPLIT,
             },
-            daemon_tgid,
-            __pad: 0,
         }
     }
 
-    /// Decode a `config` map entry; also returns the daemon's tgid.
-    pub fn from_bpf(c: &bpf_intf::fq_config) -> (Tunables, u32) {
+    /// Decode a `config_slots` map entry.
+    pub fn from_bpf(c: &bpf_intf::fq_config) -> Tunables {
         let ns = bpf_intf::consts_NSEC_PER_USEC as u64;
-        let t = Tunables {
+        Tunables {
             slice_us: c.slice_ns / ns,
             slice_min_us: c.slice_min_ns / ns,
             slice_mode: if c.slice_mode == bpf_intf::slice_mode_SLICE_SPLIT {
@@ -178,8 +176,7 @@ impl Tunables {
             quota_us: (c.quota_ns != 0).then_some(c.quota_ns / ns),
             guard_ms: c.guard_ns / ns / 1000,
             fifo_below_nice: c.fifo_below_nice,
-        };
-        (t, c.daemon_tgid)
+        }
     }
 }
 
@@ -311,7 +308,7 @@ mod tests {
             guard_ms: 50,
             fifo_below_nice: -2,
         };
-        let c = t.to_bpf(42);
+        let c = t.to_bpf();
         assert_eq!(c.slice_ns, 3_000_000);
         assert_eq!(c.quota_ns, 2_000_000);
         assert_eq!(c.period_ns, 10_000_000);
@@ -319,14 +316,14 @@ mod tests {
         assert_eq!(c.slice_mode, bpf_intf::slice_mode_SLICE_SPLIT);
         let bytes = as_bytes(&c).to_vec();
         let back: bpf_intf::fq_config = from_bytes(&bytes).unwrap();
-        assert_eq!(Tunables::from_bpf(&back), (t, 42));
+        assert_eq!(Tunables::from_bpf(&back), t);
     }
 
     #[test]
     fn no_quota_encodes_zero() {
-        let c = Tunables::default().to_bpf(1);
+        let c = Tunables::default().to_bpf();
         assert_eq!(c.quota_ns, 0);
-        assert_eq!(Tunables::from_bpf(&c).0.quota_us, None);
+        assert_eq!(Tunables::from_bpf(&c).quota_us, None);
     }
 
     #[test]

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Live reconfiguration. The daemon pins its BPF `config` map in bpffs;
-//! `scx_fairquota set` opens the pinned map, applies the given changes to
-//! the current values, checks the result and writes it. The BPF side reads
-//! the map at every decision, so nothing is reloaded.
+//! Live reconfiguration. The daemon pins its BPF config maps in bpffs;
+//! `scx_fairquota set` opens the pinned maps, and under a lock file applies
+//! the given changes to the current values, checks the result and
+//! publishes it as a new snapshot. The BPF side copies the current
+//! snapshot at every decision, so nothing is reloaded.
 
 use std::fs;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -16,7 +18,10 @@ use crate::config::{self, Tunables, Update};
 use crate::sysfs;
 
 pub const PIN_DIR: &str = "/sys/fs/bpf/scx_fairquota";
-pub const PIN_CONFIG: &str = "/sys/fs/bpf/scx_fairquota/config";
+pub const PIN_SLOTS: &str = "/sys/fs/bpf/scx_fairquota/config_slots";
+pub const PIN_SEQ: &str = "/sys/fs/bpf/scx_fairquota/config_seq";
+const LOCK_DIR: &str = "/run/scx_fairquota";
+const LOCK_FILE: &str = "/run/scx_fairquota/config.lock";
 const BPF_FS_MAGIC: i64 = 0xcafe4a11;
 
 /// A `set` request whose result would be invalid (exit status 2).
@@ -58,77 +63,152 @@ fn ensure_bpffs() -> Result<()> {
     Ok(())
 }
 
-/// Pin the daemon's config map where `set` finds it, replacing a stale pin
-/// left by an instance that did not exit cleanly.
-pub fn pin_config(map: &libbpf_rs::MapMut) -> Result<()> {
-    ensure_bpffs()?;
-    fs::create_dir_all(PIN_DIR).with_context(|| format!("creating {PIN_DIR}"))?;
-    if Path::new(PIN_CONFIG).exists() {
-        warn!("removing a stale {PIN_CONFIG} left by an earlier instance");
-        fs::remove_file(PIN_CONFIG).with_context(|| format!("removing stale {PIN_CONFIG}"))?;
-    }
-    MapHandle::try_from(map)
-        .and_then(|mut h| h.pin(PIN_CONFIG))
-        .with_context(|| format!("pinning the config map at {PIN_CONFIG}"))
+/// The two maps that hold the live configuration (see `struct fq_config`
+/// in bpf/intf.h): two slots and the sequence number that says which slot
+/// is current.
+pub struct ConfigMaps<'m, S: MapCore, Q: MapCore> {
+    pub slots: &'m S,
+    pub seq: &'m Q,
 }
 
-/// Remove the pin (the map itself lives as long as the scheduler).
+impl<S: MapCore, Q: MapCore> ConfigMaps<'_, S, Q> {
+    fn seq(&self) -> Result<u64> {
+        let b = self
+            .seq
+            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)?
+            .ok_or_else(|| anyhow!("the config_seq map has no entry"))?;
+        config::from_bytes(&b).ok_or_else(|| anyhow!("the config_seq entry is too short"))
+    }
+
+    /// The current tunables.
+    pub fn read(&self) -> Result<Tunables> {
+        let slot = (self.seq()? & 1) as u32;
+        let bytes = self
+            .slots
+            .lookup(&slot.to_ne_bytes(), MapFlags::ANY)?
+            .ok_or_else(|| anyhow!("the config_slots map has no entry {slot}"))?;
+        let c: bpf_intf::fq_config = config::from_bytes(&bytes)
+            .ok_or_else(|| anyhow!("the config_slots entry is too short"))?;
+        Ok(Tunables::from_bpf(&c))
+    }
+
+    /// Publish `t`: fill the slot that is not current, then bump the
+    /// sequence number. BPF readers see either the old or the new values,
+    /// never a mix. Callers hold the config lock (one writer at a time).
+    pub fn write(&self, t: &Tunables) -> Result<()> {
+        let next = self.seq()?.wrapping_add(1);
+        let slot = (next & 1) as u32;
+        self.slots
+            .update(
+                &slot.to_ne_bytes(),
+                config::as_bytes(&t.to_bpf()),
+                MapFlags::ANY,
+            )
+            .context("writing the config_slots map")?;
+        self.seq
+            .update(&0u32.to_ne_bytes(), &next.to_ne_bytes(), MapFlags::ANY)
+            .context("writing the config_seq map")
+    }
+}
+
+/// An exclusive lock on the configuration, held while reading, merging
+/// and writing it, so that two `set` calls at once both take effect.
+pub struct ConfigLock {
+    _file: fs::File,
+}
+
+impl ConfigLock {
+    pub fn take() -> Result<ConfigLock> {
+        fs::create_dir_all(LOCK_DIR).with_context(|| format!("creating {LOCK_DIR}"))?;
+        let f = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(LOCK_FILE)
+            .with_context(|| format!("opening {LOCK_FILE}"))?;
+        // SAFETY: flock() on a file descriptor we own.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            bail!(
+                "cannot lock {LOCK_FILE}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(ConfigLock { _file: f })
+    }
+}
+
+/// Pin the daemon's config maps where `set` finds them, replacing stale
+/// pins left by an instance that did not exit cleanly.
+pub fn pin_config(slots: &libbpf_rs::MapMut, seq: &libbpf_rs::MapMut) -> Result<()> {
+    ensure_bpffs()?;
+    fs::create_dir_all(PIN_DIR).with_context(|| format!("creating {PIN_DIR}"))?;
+    for (map, path) in [(slots, PIN_SLOTS), (seq, PIN_SEQ)] {
+        if Path::new(path).exists() {
+            warn!("removing a stale {path} left by an earlier instance");
+            fs::remove_file(path).with_context(|| format!("removing stale {path}"))?;
+        }
+        MapHandle::try_from(map)
+            .and_then(|mut h| h.pin(path))
+            .with_context(|| format!("pinning a config map at {path}"))?;
+    }
+    Ok(())
+}
+
+/// Remove the pins (the maps themselves live as long as the scheduler).
 pub fn unpin_config() {
-    let _ = fs::remove_file(PIN_CONFIG);
+    let _ = fs::remove_file(PIN_SLOTS);
+    let _ = fs::remove_file(PIN_SEQ);
     let _ = fs::remove_dir(PIN_DIR);
 }
 
-/// Read the current tunables and the daemon's tgid from a config map.
-pub fn read_config<M: MapCore>(map: &M) -> Result<(Tunables, u32)> {
-    let bytes = map
-        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)?
-        .ok_or_else(|| anyhow!("the config map has no entry"))?;
-    let c: bpf_intf::fq_config =
-        config::from_bytes(&bytes).ok_or_else(|| anyhow!("the config map entry is too short"))?;
-    Ok(Tunables::from_bpf(&c))
-}
-
-/// Open the running instance's config map.
-fn open_running() -> Result<MapHandle> {
+/// Open the running instance's config maps (slots, seq).
+fn open_running() -> Result<(MapHandle, MapHandle)> {
     // SAFETY: geteuid() has no preconditions.
     sysfs::check_root(unsafe { libc::geteuid() }).map_err(|m| anyhow!(m))?;
-    let map = MapHandle::from_pinned_path(PIN_CONFIG).map_err(|_| {
-        anyhow!("no running scx_fairquota found ({PIN_CONFIG} does not exist): start the scheduler first")
-    })?;
-    let (_, tgid) = read_config(&map)?;
+    let open = |path: &str| {
+        MapHandle::from_pinned_path(path).map_err(|_| {
+            anyhow!(
+                "no running scx_fairquota found ({path} does not exist): start the scheduler first"
+            )
+        })
+    };
+    let maps = (open(PIN_SLOTS)?, open(PIN_SEQ)?);
     let attached = sysfs::attached_scheduler(Path::new(sysfs::SCHED_EXT_DIR));
-    let alive = Path::new(&format!("/proc/{tgid}")).exists();
-    if !alive
-        || !attached
-            .as_deref()
-            .is_some_and(|n| n.starts_with("fairquota"))
+    if !attached
+        .as_deref()
+        .is_some_and(|n| n.starts_with("fairquota"))
     {
         bail!(
-            "{PIN_CONFIG} is stale: scx_fairquota (pid {tgid}) is not running; \
-             remove the file and start the scheduler"
+            "{PIN_DIR} is stale: scx_fairquota is not attached; \
+             remove the directory and start the scheduler"
         );
     }
-    Ok(map)
+    Ok(maps)
 }
 
 /// `scx_fairquota set`: apply `u` to the running instance.
 pub fn set(u: &Update) -> Result<()> {
-    let map = open_running()?;
-    let (cur, tgid) = read_config(&map)?;
-    let new = cur.apply(u);
+    let (slots, seq) = open_running()?;
+    let maps = ConfigMaps {
+        slots: &slots,
+        seq: &seq,
+    };
+    let _lock = ConfigLock::take()?;
+    let new = maps.read()?.apply(u);
     new.validate()
         .map_err(|m| anyhow::Error::new(InvalidUpdate(m)))?;
-    let c = new.to_bpf(tgid);
-    map.update(&0u32.to_ne_bytes(), config::as_bytes(&c), MapFlags::ANY)
-        .context("writing the config map")?;
+    maps.write(&new)?;
     println!("scx_fairquota: updated: {new}");
     Ok(())
 }
 
 /// `scx_fairquota show`: print the running instance's tunables.
 pub fn show() -> Result<()> {
-    let map = open_running()?;
-    let (cur, tgid) = read_config(&map)?;
-    println!("scx_fairquota (pid {tgid}): {cur}");
+    let (slots, seq) = open_running()?;
+    let maps = ConfigMaps {
+        slots: &slots,
+        seq: &seq,
+    };
+    println!("scx_fairquota: {}", maps.read()?);
     Ok(())
 }

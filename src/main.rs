@@ -11,8 +11,10 @@ mod control;
 mod libbpf_log;
 mod stats;
 mod sysfs;
+mod topology;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
 use std::mem::MaybeUninit;
 use std::path::Path;
 use std::process::ExitCode;
@@ -23,7 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{CommandFactory, Parser, value_parser};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
-use log::info;
+use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 
 use config::{SliceMode, Tunables};
@@ -201,25 +203,51 @@ fn usage_error(msg: &str) -> ! {
 struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     struct_ops: Option<libbpf_rs::Link>,
+    task_iter: libbpf_rs::Link,
     opts: &'a RunOpts,
     tunables: Tunables,
+    /// Stats read errors already reported (each kind once).
+    stats_errors: HashSet<String>,
+}
+
+/// How a run of the scheduler ended without an error.
+enum RunEnd {
+    /// Ctrl-C or SIGTERM: detached on request.
+    Shutdown,
+    /// The kernel asked for a restart (e.g. a CPU went on- or offline).
+    Restart,
 }
 
 impl<'a> Scheduler<'a> {
-    fn init(opts: &'a RunOpts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
-        let tunables = opts.tunables();
+    fn init(
+        opts: &'a RunOpts,
+        tunables: Tunables,
+        open_object: &'a mut MaybeUninit<OpenObject>,
+    ) -> Result<Self> {
         info!(
             "{SCHEDULER_NAME} {} starting: {tunables}",
             env!("CARGO_PKG_VERSION")
         );
+        let topo = topology::read()?;
+        info!("topology: {topo}");
 
         // Open the BPF object.
         // (No obj_builder.debug(): it would replace libbpf_log's callback.)
         let skel_builder = BpfSkelBuilder::default();
         let mut skel = scx_ops_open!(skel_builder, open_object, fairquota_ops, None)?;
         skel.struct_ops.fairquota_ops_mut().exit_dump_len = opts.exit_dump_len;
-        if let Some(rodata) = skel.maps.rodata_data.as_mut() {
-            rodata.test_verifier_reject = opts.test_verifier_reject;
+        let rodata = skel
+            .maps
+            .rodata_data
+            .as_mut()
+            .ok_or_else(|| anyhow!("the BPF object has no rodata"))?;
+        rodata.test_verifier_reject = opts.test_verifier_reject;
+        rodata.nr_llcs = topo.nr_llcs();
+        for (cpu, llc) in topo.cpu_llc.iter().enumerate() {
+            rodata.cpu_llc[cpu] = *llc;
+        }
+        for (llc, n) in topo.llc_nr_cpus.iter().enumerate() {
+            rodata.llc_nr_cpus[llc] = *n;
         }
 
         // Load it: this is where the verifier runs.
@@ -234,16 +262,34 @@ impl<'a> Scheduler<'a> {
             }
         })?;
 
+        // Tell the scheduler who the daemon is (its init-namespace tgid).
+        skel.progs
+            .register_daemon
+            .test_run(libbpf_rs::ProgramInput::default())
+            .context("running the register_daemon BPF program")?;
+
         // Configure before attaching, so the first decision uses it.
-        write_config(&skel.maps.tunables, &tunables)?;
+        {
+            let _lock = control::ConfigLock::take()?;
+            config_maps(&skel).write(&tunables)?;
+        }
+        control::pin_config(&skel.maps.config_slots, &skel.maps.config_seq)?;
+
+        // The task iterator the statistics are read through.
+        let task_iter = skel
+            .progs
+            .dump_tasks
+            .attach()
+            .context("attaching the dump_tasks task iterator")?;
 
         let mut sched = Self {
             skel,
             struct_ops: None,
+            task_iter,
             opts,
             tunables,
+            stats_errors: HashSet::new(),
         };
-        control::pin_config(&sched.skel.maps.tunables)?;
 
         // Attach: from here on the kernel schedules through us.
         sched.struct_ops = Some(scx_ops_attach!(sched.skel, fairquota_ops)?);
@@ -265,26 +311,28 @@ impl<'a> Scheduler<'a> {
         Ok(Totals::sum(&values))
     }
 
-    fn tasks(&self) -> Vec<TaskSample> {
-        let map = &self.skel.maps.task_ctxs;
-        let mut tasks: Vec<TaskSample> = map
-            .keys()
-            .filter_map(|k| {
-                let pid = i32::from_ne_bytes(k.as_slice().try_into().ok()?);
-                let v = map.lookup(&k, MapFlags::ANY).ok()??;
-                let ctx: bpf_intf::task_ctx = config::from_bytes(&v)?;
-                Some(TaskSample::from_ctx(pid, &ctx))
-            })
-            .collect();
-        // A key deleted during the walk restarts it: drop repeated pids.
-        tasks.sort_by_key(|t| t.pid);
-        tasks.dedup_by_key(|t| t.pid);
-        tasks
+    /// Every task we schedule, in one pass of the BPF task iterator.
+    fn tasks(&self) -> Result<Vec<TaskSample>> {
+        let mut buf = Vec::with_capacity(64 * 1024);
+        libbpf_rs::Iter::new(&self.task_iter)
+            .context("creating a task iterator")?
+            .read_to_end(&mut buf)
+            .context("reading the task iterator")?;
+        Ok(stats::parse_task_stats(&buf))
+    }
+
+    /// Report a stats read error once per kind; stats never stop the
+    /// scheduler.
+    fn stats_error(&mut self, what: &str, e: anyhow::Error) {
+        let msg = format!("{what}: {e:#}");
+        if self.stats_errors.insert(msg.clone()) {
+            warn!("statistics unavailable ({msg}); the scheduler keeps running");
+        }
     }
 
     /// Log a reconfiguration made with `scx_fairquota set`.
     fn notice_config_change(&mut self) {
-        if let Ok((t, _)) = control::read_config(&self.skel.maps.tunables)
+        if let Ok(t) = config_maps(&self.skel).read()
             && t != self.tunables
         {
             info!("reconfigured: {t}");
@@ -292,7 +340,40 @@ impl<'a> Scheduler<'a> {
         }
     }
 
-    fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<ExitCode> {
+    fn print_stats(
+        &mut self,
+        start: Instant,
+        elapsed: Duration,
+        prev_totals: &mut Totals,
+        prev_tasks: &mut HashMap<i32, TaskSample>,
+    ) {
+        let totals = match self.totals() {
+            Ok(t) => t,
+            Err(e) => return self.stats_error("counters", e),
+        };
+        let tasks = match self.tasks() {
+            Ok(t) => t,
+            Err(e) => {
+                self.stats_error("tasks", e);
+                Vec::new()
+            }
+        };
+        let rows = stats::top_tasks(&tasks, prev_tasks, elapsed.as_nanos() as u64, self.opts.top);
+        println!(
+            "[fairquota] t={:.1}s tasks={} {}",
+            start.elapsed().as_secs_f64(),
+            tasks.len(),
+            totals.format(Some(&totals.delta(prev_totals)))
+        );
+        println!("{}", stats::TABLE_HEADER);
+        for row in &rows {
+            println!("{}", stats::format_row(row));
+        }
+        *prev_totals = totals;
+        *prev_tasks = tasks.into_iter().map(|s| (s.pid, s)).collect();
+    }
+
+    fn run(&mut self, shutdown: &AtomicBool) -> Result<RunEnd> {
         let start = Instant::now();
         let interval = Duration::from_secs_f64(self.opts.stats_interval);
         let mut last_stats = Instant::now();
@@ -307,28 +388,7 @@ impl<'a> Scheduler<'a> {
             }
             let elapsed = last_stats.elapsed();
             last_stats = Instant::now();
-            let totals = self.totals()?;
-            let tasks = self.tasks();
-            let rows = stats::top_tasks(
-                &tasks,
-                &prev_tasks,
-                elapsed.as_nanos() as u64,
-                self.opts.top,
-            );
-            println!(
-                "[fairquota] t={:.1}s {}",
-                start.elapsed().as_secs_f64(),
-                totals.format(Some(&totals.delta(&prev_totals)))
-            );
-            println!("{}", stats::TABLE_HEADER);
-            for row in &rows {
-                println!(
-                    "{}",
-                    stats::format_row(row, &comm_of(row.sample.tgid, row.sample.pid))
-                );
-            }
-            prev_totals = totals;
-            prev_tasks = tasks.into_iter().map(|s| (s.pid, s)).collect();
+            self.print_stats(start, elapsed, &mut prev_totals, &mut prev_tasks);
         }
 
         let requested = shutdown.load(Ordering::Relaxed);
@@ -342,12 +402,13 @@ impl<'a> Scheduler<'a> {
             Err(e) => Err(e.context(
                 "the kernel ejected the scheduler and fell back to its default scheduler",
             )),
+            Ok(uei) if uei.should_restart() => Ok(RunEnd::Restart),
             Ok(_) if !requested => {
                 bail!(
                     "the kernel unloaded the scheduler (see the reason above) and fell back to its default scheduler"
                 )
             }
-            Ok(_) => Ok(ExitCode::SUCCESS),
+            Ok(_) => Ok(RunEnd::Shutdown),
         }
     }
 }
@@ -359,17 +420,13 @@ impl Drop for Scheduler<'_> {
     }
 }
 
-fn write_config<M: MapCore>(map: &M, t: &Tunables) -> Result<()> {
-    let c = t.to_bpf(std::process::id());
-    map.update(&0u32.to_ne_bytes(), config::as_bytes(&c), MapFlags::ANY)
-        .context("writing the config map")
-}
-
-/// The command name of a task, for the statistics table.
-fn comm_of(tgid: u32, pid: i32) -> String {
-    std::fs::read_to_string(format!("/proc/{tgid}/task/{pid}/comm"))
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "?".to_string())
+fn config_maps<'b>(
+    skel: &'b BpfSkel<'_>,
+) -> control::ConfigMaps<'b, libbpf_rs::Map<'b>, libbpf_rs::Map<'b>> {
+    control::ConfigMaps {
+        slots: &skel.maps.config_slots,
+        seq: &skel.maps.config_seq,
+    }
 }
 
 fn preflight() -> Result<(), String> {
@@ -392,9 +449,23 @@ fn run(opts: &RunOpts) -> Result<ExitCode> {
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("installing the Ctrl-C/SIGTERM handler")?;
 
+    // Restart loop: a restartable exit (CPU hotplug) re-attaches with the
+    // configuration in force, including changes made with `set`.
     let mut open_object = MaybeUninit::uninit();
-    let mut sched = Scheduler::init(opts, &mut open_object)?;
-    sched.run(shutdown)
+    let mut tunables = opts.tunables();
+    loop {
+        let mut sched = Scheduler::init(opts, tunables.clone(), &mut open_object)?;
+        let end = sched.run(&shutdown)?;
+        tunables = sched.tunables.clone();
+        drop(sched);
+        match end {
+            RunEnd::Shutdown => return Ok(ExitCode::SUCCESS),
+            RunEnd::Restart if shutdown.load(Ordering::Relaxed) => {
+                return Ok(ExitCode::SUCCESS);
+            }
+            RunEnd::Restart => info!("the kernel asked for a restart; re-attaching"),
+        }
+    }
 }
 
 fn main() -> ExitCode {

@@ -28,17 +28,27 @@ pub const COUNTERS: [(u32, &str, &str); bpf_intf::counter_idx_NR_COUNTERS as usi
     (
         bpf_intf::counter_idx_CNT_GUARD,
         "guard",
-        "starvation-guard preemptions of FIFO tasks",
+        "RR tasks that waited past the guard (made urgent)",
     ),
     (
         bpf_intf::counter_idx_CNT_FIFO_ROTATE,
         "fifo_rotate",
-        "FIFO hogs rotated behind a waiter",
+        "FIFO tasks that waited past 1 s (made urgent)",
     ),
     (
-        bpf_intf::counter_idx_CNT_UNTRACKED,
-        "untracked",
-        "tasks that got no context (task map full)",
+        bpf_intf::counter_idx_CNT_WAKE_PREEMPT,
+        "wake_preempt",
+        "queued tasks that preempted a running one",
+    ),
+    (
+        bpf_intf::counter_idx_CNT_SLICE_TIMER,
+        "slice_timer",
+        "slices ended between ticks by the slice timer",
+    ),
+    (
+        bpf_intf::counter_idx_CNT_ENQ_LAST,
+        "enq_last",
+        "last tasks of a CPU re-queued with a follow-up kick",
     ),
 ];
 
@@ -84,11 +94,12 @@ impl Totals {
     }
 }
 
-/// One task as read from the `task_ctxs` map.
+/// One task as the BPF task iterator reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskSample {
     pub pid: i32,
     pub tgid: u32,
+    pub comm: String,
     pub nice: i32,
     pub weight: u32,
     pub fifo: bool,
@@ -99,17 +110,24 @@ pub struct TaskSample {
 }
 
 impl TaskSample {
-    pub fn from_ctx(pid: i32, c: &bpf_intf::task_ctx) -> TaskSample {
+    pub fn from_stat(c: &bpf_intf::task_stat) -> TaskSample {
+        let comm: Vec<u8> = c
+            .comm
+            .iter()
+            .take_while(|&&b| b != 0)
+            .map(|&b| b as u8)
+            .collect();
         TaskSample {
-            pid,
+            pid: c.pid,
             tgid: c.tgid,
+            comm: String::from_utf8_lossy(&comm).into_owned(),
             nice: c.nice,
             weight: c.weight,
             fifo: c.class == bpf_intf::task_class_CLASS_FIFO,
             runtime_ns: c.runtime_ns,
-            nr_periods: c.bw.nr_periods,
-            nr_throttled: c.bw.nr_throttled,
-            throttled_ns: c.bw.throttled_ns,
+            nr_periods: c.nr_periods,
+            nr_throttled: c.nr_throttled,
+            throttled_ns: c.throttled_ns,
         }
     }
 }
@@ -119,6 +137,14 @@ impl TaskSample {
 pub struct TaskRow {
     pub sample: TaskSample,
     pub cpu_pct: f64,
+}
+
+/// Decode the iterator's output: a sequence of `struct task_stat`.
+pub fn parse_task_stats(buf: &[u8]) -> Vec<TaskSample> {
+    buf.chunks_exact(std::mem::size_of::<bpf_intf::task_stat>())
+        .filter_map(crate::config::from_bytes::<bpf_intf::task_stat>)
+        .map(|s| TaskSample::from_stat(&s))
+        .collect()
 }
 
 /// Rank tasks by CPU used since `prev` (the previous samples by pid) over
@@ -158,13 +184,13 @@ pub fn fmt_secs(ns: u64) -> String {
 pub const TABLE_HEADER: &str =
     "     PID COMM             NICE WEIGHT CLASS   CPU%     RUNTIME  PERIODS THROTTLED  THR_TIME";
 
-/// One table line; `comm` is looked up by the caller.
-pub fn format_row(row: &TaskRow, comm: &str) -> String {
+/// One table line.
+pub fn format_row(row: &TaskRow) -> String {
     let s = &row.sample;
     format!(
         "{:>8} {:<16} {:>4} {:>6} {:<5} {:>6.1} {:>11} {:>8} {:>9} {:>9}",
         s.pid,
-        comm.chars().take(16).collect::<String>(),
+        s.comm.chars().take(16).collect::<String>(),
         s.nice,
         s.weight,
         if s.fifo { "FIFO" } else { "RR" },
@@ -184,6 +210,7 @@ mod tests {
         TaskSample {
             pid,
             tgid: pid as u32,
+            comm: "a-very-long-command-name".into(),
             nice: 0,
             weight: 100,
             fifo: false,
@@ -253,12 +280,33 @@ mod tests {
     }
 
     #[test]
+    fn task_stats_parse() {
+        // SAFETY: task_stat is plain integers; all zeroes is valid.
+        let mut a: bpf_intf::task_stat = unsafe { std::mem::zeroed() };
+        a.pid = 7;
+        a.tgid = 5;
+        for (d, s) in a.comm.iter_mut().zip(b"hog\0junk") {
+            *d = *s as _;
+        }
+        a.runtime_ns = 9;
+        a.class = bpf_intf::task_class_CLASS_FIFO;
+        let mut buf = crate::config::as_bytes(&a).to_vec();
+        buf.extend_from_slice(crate::config::as_bytes(&a));
+        buf.extend_from_slice(&[1, 2, 3]); // a torn tail is ignored
+        let t = parse_task_stats(&buf);
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].pid, t[0].tgid, t[0].comm.as_str()), (7, 5, "hog"));
+        assert!(t[0].fifo);
+        assert_eq!(t[1].runtime_ns, 9);
+    }
+
+    #[test]
     fn row_format() {
         let row = TaskRow {
             sample: sample(42, 2_500_000_000),
             cpu_pct: 20.04,
         };
-        let line = format_row(&row, "a-very-long-command-name");
+        let line = format_row(&row);
         let cols: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(
             cols,

@@ -174,7 +174,7 @@ def scenario_attach(out):
     d = Daemon(out, "attach", ["--stats-interval", "1"])
     res["while_running"] = sched_state()
     res["bpffs_while_running"] = " /sys/fs/bpf bpf " in read("/proc/mounts")
-    res["pinned"] = os.path.exists("/sys/fs/bpf/scx_fairquota/config")
+    res["pinned"] = os.path.exists("/sys/fs/bpf/scx_fairquota/config_seq")
     # Bad situations while it runs: a second instance, a non-root user.
     res["second_instance"] = run_cmd([BIN])
     res["not_root"] = run_cmd(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", BIN])
@@ -183,7 +183,7 @@ def scenario_attach(out):
     res["rc"] = d.stop()
     time.sleep(0.5)
     res["after"] = sched_state()
-    res["pinned_after"] = os.path.exists("/sys/fs/bpf/scx_fairquota/config")
+    res["pinned_after"] = os.path.exists("/sys/fs/bpf/scx_fairquota/config_seq")
     res["stdout"] = d.stdout()
     res["stderr"] = d.stderr()
     res["set_after_exit"] = run_cmd([BIN, "set", "--quota-us", "5000"])

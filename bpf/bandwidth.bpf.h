@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Bandwidth: charging CPU time to a task's bucket (bucket.h), parking a
+ * throttled task on its LLC's THROTTLED queue and releasing it when its
+ * bucket refills. Included by main.bpf.c only.
+ *
+ * Copyright (c) 2026 The scx_fairquota authors
+ */
+#ifndef __FAIRQUOTA_BANDWIDTH_BPF_H
+#define __FAIRQUOTA_BANDWIDTH_BPF_H
+
+/* Return true if the quota applies to @p right now. */
+static bool is_limited(const struct task_struct *p, const struct fq_config *cfg)
+{
+	return cfg->quota_ns && task_class(p, cfg) == CLASS_RR &&
+	       !(p->flags & (PF_KTHREAD | PF_EXITING)) &&
+	       p->tgid != daemon_tgid;
+}
+
+/*
+ * Refresh the cached class, nice, weight and quota applicability of @p and
+ * bring its bucket up to date. Return true if @p is throttled. Called only
+ * where the kernel holds @p's rq lock (ops callbacks on @p), so the bucket
+ * has one writer at a time.
+ */
+static bool refresh_task(const struct task_struct *p, struct task_ctx *tctx,
+			 const struct fq_config *cfg, u64 now)
+{
+	tctx->class = task_class(p, cfg);
+	tctx->nice = task_nice(p);
+	tctx->weight = p->scx.weight;
+	tctx->limited = is_limited(p, cfg);
+	if (!tctx->limited)
+		return false;
+	bw_refill(&tctx->bw, now, cfg->quota_ns, cfg->period_ns);
+	return bw_throttled(&tctx->bw);
+}
+
+/*
+ * Charge the CPU time the running task @p used since its last charge: total
+ * runtime, RR vtime and, if limited, its bandwidth bucket. CPU time is the
+ * kernel's own p->se.sum_exec_runtime (IRQ time excluded), the clock of
+ * /proc/PID/schedstat and cgroup cpu.stat.
+ */
+static void charge(const struct task_struct *p, struct task_ctx *tctx,
+		   const struct fq_config *cfg, u64 now)
+{
+	u64 exec = p->se.sum_exec_runtime;
+	u64 delta = exec > tctx->last_exec_ns ? exec - tctx->last_exec_ns : 0;
+
+	if (!delta)
+		return;
+	tctx->last_exec_ns = exec;
+	tctx->runtime_ns += delta;
+	if (tctx->class == CLASS_RR)
+		tctx->vtime += vtime_cost(delta, p->scx.weight);
+	if (tctx->limited && cfg->quota_ns &&
+	    bw_charge_span(&tctx->bw, now - delta, now, cfg->quota_ns,
+			   cfg->period_ns))
+		stat_inc(CNT_THROTTLE);
+}
+
+/*
+ * Arm @lctx's timer for @when unless it is armed earlier already. Several
+ * CPUs may race here: the compare-and-swap keeps the earliest deadline in
+ * next_timer_ns, and whoever set it re-arms if an even earlier one landed
+ * while it was starting the timer, so no deadline is lost. (If the start
+ * itself fails, the deadline is withdrawn; the timer runs at least every
+ * SCAN_MAX_NS anyway, which bounds the delay.)
+ */
+static void llc_timer_arm(struct llc_ctx *lctx, u64 when)
+{
+	u64 cur, again;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		cur = READ_ONCE(lctx->next_timer_ns);
+		if (cur && cur <= when)
+			return;
+		if (__sync_val_compare_and_swap(&lctx->next_timer_ns, cur,
+						when) != cur)
+			continue;
+		if (bpf_timer_start(&lctx->timer, when,
+				    BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN)) {
+			/* Not armed (a deferred start can fail): undo. */
+			__sync_val_compare_and_swap(&lctx->next_timer_ns, when,
+						    cur);
+			return;
+		}
+		again = READ_ONCE(lctx->next_timer_ns);
+		if (again && again < when)
+			bpf_timer_start(&lctx->timer, again,
+					BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
+		return;
+	}
+}
+
+/* Park the throttled task @p on its LLC's THROTTLED queue. */
+static void park(struct task_struct *p, struct task_ctx *tctx,
+		 const struct fq_config *cfg, u64 now, u64 enq_flags)
+{
+	u64 release = bw_release_at(&tctx->bw, cfg->quota_ns, cfg->period_ns);
+	struct llc_ctx *lctx = try_lookup_llc_ctx(tctx->llc);
+
+	bw_park(&tctx->bw, now);
+	tctx->release_at_ns = release;
+	tctx->parked = true;
+	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_THROTTLED, tctx->llc),
+				 cfg->slice_ns, release, enq_flags);
+	if (lctx)
+		llc_timer_arm(lctx, release);
+}
+
+/*
+ * A parked task runs again: account the time it spent throttled (up to its
+ * release, not the queueing after it). Called from ops.running().
+ */
+static void unpark(struct task_ctx *tctx, u64 now)
+{
+	if (!tctx->parked)
+		return;
+	tctx->parked = false;
+	bw_unpark(&tctx->bw, now < tctx->release_at_ns ? now : tctx->release_at_ns);
+}
+
+/*
+ * Release timer work for @llc: move every parked task whose release time
+ * has come (all of them if the quota was lifted) to its class queue.
+ * Return the earliest release still pending (0 if none). Runs in a timer,
+ * without the tasks' rq locks, so it only reads their contexts and writes
+ * enq_at_ns (no other writer while a task is parked).
+ */
+static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
+{
+	struct task_struct *p;
+	u64 next = 0;
+
+	bpf_for_each(scx_dsq, p, dsq_id(DSQ_THROTTLED, llc), 0) {
+		struct task_ctx *tctx = try_lookup_task_ctx(p);
+		u64 at = 0;
+
+		if (tctx && cfg->quota_ns && task_class(p, cfg) == CLASS_RR)
+			at = READ_ONCE(tctx->release_at_ns);
+		/* The queue is ordered by release time. */
+		if (at > now) {
+			next = at;
+			break;
+		}
+		if (tctx)
+			WRITE_ONCE(tctx->enq_at_ns, now);
+		if (tctx && task_class(p, cfg) == CLASS_FIFO) {
+			scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
+					 dsq_id(DSQ_FIFO, llc), 0);
+		} else {
+			if (tctx)
+				scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
+							   rr_key(tctx, cfg));
+			scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p,
+					       dsq_id(DSQ_RR, llc), 0);
+		}
+		kick_idle_cpu(p);
+	}
+	return next;
+}
+
+#endif /* __FAIRQUOTA_BANDWIDTH_BPF_H */

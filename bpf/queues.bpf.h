@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Classes and queues: which class a task is in, the per-LLC dispatch
+ * queues, slices, RR virtual time, wakeup preemption, and the dispatch
+ * order. Included by main.bpf.c only.
+ *
+ * Copyright (c) 2026 The scx_fairquota authors
+ */
+#ifndef __FAIRQUOTA_QUEUES_BPF_H
+#define __FAIRQUOTA_QUEUES_BPF_H
+
+static u64 dsq_id(u32 kind, u32 llc)
+{
+	return ((u64)llc << 2) | kind;
+}
+
+static s32 task_nice(const struct task_struct *p)
+{
+	return p->static_prio - 120;
+}
+
+/* Return the class of @p under the configuration @cfg. */
+static u32 task_class(const struct task_struct *p, const struct fq_config *cfg)
+{
+	return task_nice(p) < cfg->fifo_below_nice ? CLASS_FIFO : CLASS_RR;
+}
+
+/* Return true if @p is a kernel thread bound to one CPU. */
+static bool is_pcpu_kthread(const struct task_struct *p)
+{
+	return (p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1;
+}
+
+static u32 llc_cpus(u32 llc)
+{
+	u32 n;
+
+	if (llc >= MAX_LLCS)
+		return 1;
+	/* Keep the mask: the verifier needs it to bound the index. */
+	barrier_var(llc);
+	n = llc_nr_cpus[llc & (MAX_LLCS - 1)];
+	return n ?: 1;
+}
+
+/*
+ * RR slice of @tctx in @llc: fixed, or in split mode divided by the RR
+ * tasks waiting per CPU of the LLC plus one; never more than its
+ * remaining quota.
+ */
+static u64 rr_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
+		    u32 llc)
+{
+	u64 slice = cfg->slice_ns;
+
+	if (cfg->slice_mode == SLICE_SPLIT) {
+		u64 waiting = scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc));
+
+		slice /= waiting / llc_cpus(llc) + 1;
+		if (slice < cfg->slice_min_ns)
+			slice = cfg->slice_min_ns;
+	}
+	if (tctx->limited && tctx->bw.tokens_ns > 0 &&
+	    (u64)tctx->bw.tokens_ns < slice)
+		slice = tctx->bw.tokens_ns;
+	return slice;
+}
+
+/*
+ * FIFO tasks keep their CPU until they block or yield; their slice is only
+ * a refresh interval (ops.dispatch() renews it).
+ */
+static u64 task_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
+		      u32 llc)
+{
+	if (tctx->class == CLASS_FIFO)
+		return SCX_SLICE_DFL;
+	return rr_slice(tctx, cfg, llc);
+}
+
+/* Weighted virtual time that @delta_ns of runtime costs at @weight. */
+static u64 vtime_cost(u64 delta_ns, u32 weight)
+{
+	return delta_ns * 100 / (weight ?: 1);
+}
+
+/*
+ * RR queue key of @tctx: its vtime, with idle credit limited to one slice
+ * behind the LLC's clock (a task that slept long does not get to run for
+ * ages).
+ */
+static u64 rr_key(const struct task_ctx *tctx, const struct fq_config *cfg)
+{
+	struct llc_ctx *lctx = try_lookup_llc_ctx(tctx->llc);
+	u64 now, floor;
+
+	if (!lctx)
+		return tctx->vtime;
+	now = READ_ONCE(lctx->vtime_now);
+	floor = now > cfg->slice_ns ? now - cfg->slice_ns : 0;
+	return tctx->vtime < floor ? floor : tctx->vtime;
+}
+
+/*
+ * Move @tctx's RR vtime into @llc's clock when the task changes LLC: it
+ * joins with no lag, since the two clocks are unrelated.
+ */
+static void set_task_llc(struct task_ctx *tctx, u32 llc)
+{
+	struct llc_ctx *lctx;
+
+	if (tctx->llc == llc)
+		return;
+	tctx->llc = llc;
+	lctx = try_lookup_llc_ctx(llc);
+	if (lctx)
+		tctx->vtime = READ_ONCE(lctx->vtime_now);
+}
+
+/* Kick an idle CPU that @p may run on, so a queue with work gets served. */
+static void kick_idle_cpu(const struct task_struct *p)
+{
+	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+
+	if (cpu >= 0)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+}
+
+/*
+ * @p (class FIFO, or RR with queue key @key) was just queued: make it run
+ * soon. An idle CPU is woken; otherwise the CPU @p is assigned to is
+ * preempted if what runs there has less claim: a FIFO task preempts an RR
+ * task, and a waking RR task preempts an RR task whose turn ends later in
+ * virtual time (the EEVDF rule: earlier virtual deadline runs first). A
+ * per-CPU kernel thread is never preempted from here.
+ */
+static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
+			    const struct fq_config *cfg, u64 key,
+			    u64 enq_flags)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
+	bool preempt = false;
+
+	if (cctx && cctx->curr_valid && cctx->curr_preemptible &&
+	    cctx->curr_class == CLASS_RR) {
+		if (tctx->class == CLASS_FIFO)
+			preempt = true;
+		else if (enq_flags & SCX_ENQ_WAKEUP)
+			preempt = key + vtime_cost(cfg->slice_ns, tctx->weight) <
+				  cctx->curr_deadline;
+	}
+	if (preempt) {
+		stat_inc(CNT_WAKE_PREEMPT);
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		return;
+	}
+	kick_idle_cpu(p);
+}
+
+/* Return true if RR task @prev may keep its CPU for another slice. */
+static bool rr_keep_prev(struct task_ctx *pctx, u32 llc)
+{
+	struct task_struct *head;
+
+	bpf_for_each(scx_dsq, head, dsq_id(DSQ_RR, llc), 0) {
+		struct task_ctx *hctx = try_lookup_task_ctx(head);
+
+		return !hctx || pctx->vtime <= hctx->vtime;
+	}
+	return true;
+}
+
+/* Move the first task @kind queue of @llc can give this CPU. */
+static bool consume(u32 kind, u32 llc)
+{
+	u64 dsq = dsq_id(kind, llc);
+
+	return scx_bpf_dsq_nr_queued(dsq) && scx_bpf_dsq_move_to_local(dsq, 0);
+}
+
+/* Consume from queue @kind of any LLC other than @llc. */
+static bool consume_remote(u32 kind, u32 llc)
+{
+	u32 i;
+
+	bpf_for(i, 0, nr_llcs) {
+		if (i != llc && consume(kind, i))
+			return true;
+	}
+	return false;
+}
+
+#endif /* __FAIRQUOTA_QUEUES_BPF_H */

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The scheduler's state, each piece defined once: topology (rodata), the
+ * live configuration snapshot, per-task, per-CPU and per-LLC contexts, and
+ * the event counters. Included by main.bpf.c only.
+ *
+ * Copyright (c) 2026 The scx_fairquota authors
+ */
+#ifndef __FAIRQUOTA_STATE_BPF_H
+#define __FAIRQUOTA_STATE_BPF_H
+
+/*
+ * Topology, written by the daemon before load: number of LLCs, the LLC of
+ * each CPU and the number of CPUs of each LLC. A CPU hotplug restarts the
+ * scheduler, which reads the topology again.
+ */
+const volatile u32 nr_llcs = 1;
+const volatile u32 cpu_llc[MAX_CPUS];
+const volatile u32 llc_nr_cpus[MAX_LLCS] = { 1 };
+
+/* The daemon's tgid in the init pid namespace (set by register_daemon). */
+u32 daemon_tgid;
+
+/* ---------------------------------------------------------------- config */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, u32);
+	__type(value, struct fq_config);
+} config_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} config_seq SEC(".maps");
+
+/* Used until the daemon has written a configuration (never in practice). */
+static const struct fq_config config_fallback = {
+	.slice_ns = 5 * NSEC_PER_MSEC,
+	.slice_min_ns = 500 * NSEC_PER_USEC,
+	.period_ns = 100 * NSEC_PER_MSEC,
+	.guard_ns = 100 * NSEC_PER_MSEC,
+};
+
+/*
+ * Copy the current configuration into @cfg: slot (seq & 1), retried if a
+ * writer bumped seq while we copied (see struct fq_config). Writers are
+ * human-paced, so the retry practically never happens; after four tries
+ * the last copy is used rather than stalling a scheduling decision.
+ */
+static void read_config(struct fq_config *cfg)
+{
+	const struct fq_config *slot;
+	u32 zero = 0, idx;
+	u64 *seqp, seq;
+	int i;
+
+	*cfg = config_fallback;
+	seqp = bpf_map_lookup_elem(&config_seq, &zero);
+	if (!seqp)
+		return;
+	for (i = 0; i < 4; i++) {
+		seq = READ_ONCE(*seqp);
+		idx = seq & 1;
+		slot = bpf_map_lookup_elem(&config_slots, &idx);
+		if (!slot)
+			return;
+		__builtin_memcpy(cfg, slot, sizeof(*cfg));
+		barrier();
+		if (READ_ONCE(*seqp) == seq)
+			break;
+	}
+	if (!cfg->slice_ns || !cfg->period_ns || !cfg->guard_ns)
+		*cfg = config_fallback;
+}
+
+/* ------------------------------------------------------------- per task */
+
+/*
+ * Per-task context in task local storage: it lives and dies with the
+ * task_struct, so exec from any thread (which swaps pids with the leader)
+ * and pid reuse never mix two tasks' state, and there is no entry limit.
+ */
+struct task_ctx {
+	u64 vtime;		/* weighted virtual time in its LLC (RR order) */
+	u64 last_exec_ns;	/* p->se.sum_exec_runtime charged so far */
+	u64 enq_at_ns;		/* when it was last queued (its wait's start) */
+	u64 runtime_ns;		/* total CPU time under this scheduler */
+	u64 release_at_ns;	/* while parked: when its bucket refills */
+	struct bw_bucket bw;
+	u32 weight;		/* p->scx.weight (nice 0 = 100) */
+	s32 nice;
+	u32 class;		/* enum task_class */
+	u32 llc;		/* LLC whose queues and vtime it is in */
+	u8 limited;		/* subject to the quota right now */
+	u8 fifo_head;		/* FIFO task preempted while running */
+	u8 to_tail;		/* yielded: next enqueue goes to the tail */
+	u8 parked;		/* waiting on a THROTTLED DSQ */
+	u8 __pad[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctx_stor SEC(".maps");
+
+static struct task_ctx *try_lookup_task_ctx(const struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctx_stor, (struct task_struct *)p,
+				    0, 0);
+}
+
+/* -------------------------------------------------------------- per CPU */
+
+/*
+ * Per-CPU context, one ARRAY entry per CPU id (a bpf_timer cannot live in
+ * a per-CPU map). Written only by its own CPU; read by others to decide
+ * whether a wakeup may preempt what runs there. Padded to its own cache
+ * lines.
+ */
+struct cpu_ctx {
+	struct bpf_timer slice_timer;	/* ends a slice between ticks */
+	u64 turn;		/* bumped each time a task starts running */
+	u64 timer_turn;		/* the turn the slice timer was armed for */
+	u64 curr_deadline;	/* RR: vtime at which the running turn ends */
+	u32 curr_class;		/* class of the running task */
+	u8 curr_valid;		/* a task of ours is running */
+	u8 curr_preemptible;	/* it may be preempted (not a pcpu kthread) */
+	u8 __pad[2];
+	u64 __pad2[8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct cpu_ctx);
+} cpu_ctxs SEC(".maps");
+
+static struct cpu_ctx *try_lookup_cpu_ctx(s32 cpu)
+{
+	u32 key = cpu;
+
+	return bpf_map_lookup_elem(&cpu_ctxs, &key);
+}
+
+static u32 llc_of(s32 cpu)
+{
+	u32 idx = cpu;
+
+	if (cpu < 0 || cpu >= MAX_CPUS)
+		return 0;
+	/* Keep the mask: the verifier needs it to bound the index. */
+	barrier_var(idx);
+	return cpu_llc[idx & (MAX_CPUS - 1)];
+}
+
+/* -------------------------------------------------------------- per LLC */
+
+/*
+ * Per-LLC context: the LLC's RR virtual clock and its housekeeping timer
+ * (releases throttled tasks, ages waiting tasks). Written by the CPUs of
+ * that LLC only; nothing in the scheduler is written by every CPU.
+ */
+struct llc_ctx {
+	struct bpf_timer timer;
+	u64 vtime_now;		/* largest vtime of an RR task started here */
+	u64 next_timer_ns;	/* when the timer is armed for, 0 = running */
+	u64 __pad[5];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_LLCS);
+	__type(key, u32);
+	__type(value, struct llc_ctx);
+} llc_ctxs SEC(".maps");
+
+static struct llc_ctx *try_lookup_llc_ctx(u32 llc)
+{
+	return bpf_map_lookup_elem(&llc_ctxs, &llc);
+}
+
+/* ------------------------------------------------------------- counters */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct counters);
+} counters SEC(".maps");
+
+static void stat_inc(u32 idx)
+{
+	struct counters *c;
+	u32 zero = 0;
+
+	c = bpf_map_lookup_elem(&counters, &zero);
+	if (c && idx < NR_COUNTERS)
+		c->cnt[idx]++;
+}
+
+#endif /* __FAIRQUOTA_STATE_BPF_H */
