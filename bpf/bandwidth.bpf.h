@@ -104,6 +104,8 @@ static void park(struct task_struct *p, struct task_ctx *tctx,
 
 	bw_park(&tctx->bw, now);
 	tctx->release_at_ns = release;
+	/* Throttled time is not waiting time: the wait starts at release. */
+	tctx->enq_at_ns = release;
 	tctx->parked = true;
 	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_THROTTLED, tctx->llc),
 				 cfg->slice_ns, release, enq_flags);
@@ -127,8 +129,8 @@ static void unpark(struct task_ctx *tctx, u64 now)
  * Release timer work for @llc: move every parked task whose release time
  * has come (all of them if the quota was lifted) to its class queue.
  * Return the earliest release still pending (0 if none). Runs in a timer,
- * without the tasks' rq locks, so it only reads their contexts and writes
- * enq_at_ns (no other writer while a task is parked).
+ * without the tasks' rq locks, so it only reads their contexts (a parked
+ * task's wait clock already starts at its release time, see park()).
  */
 static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
 {
@@ -146,8 +148,6 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
 			next = at;
 			break;
 		}
-		if (tctx)
-			WRITE_ONCE(tctx->enq_at_ns, now);
 		if (tctx && task_class(p, cfg) == CLASS_FIFO) {
 			scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
 					 dsq_id(DSQ_FIFO, llc), 0);

@@ -46,7 +46,7 @@ static u32 age_queue(u32 kind, u32 llc, u64 bound_ns, u64 now, u32 cnt_idx)
 		if (!tctx)
 			continue;
 		since = READ_ONCE(tctx->enq_at_ns);
-		if (now < since || now - since < bound_ns)
+		if (!since || now < since || now - since < bound_ns)
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
 				     dsq_id(DSQ_URGENT, llc), 0)) {

@@ -125,7 +125,7 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 			 const struct fq_config *cfg, s32 cpu, u32 llc)
 {
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
-	u64 slice = task_slice(pctx, cfg, llc);
+	u64 slice = task_slice(pctx, cfg, cpu, llc);
 
 	scx_bpf_task_set_slice(prev, slice);
 	if (cctx)
@@ -207,7 +207,13 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	set_task_llc(tctx, llc);
-	tctx->enq_at_ns = now;
+	/*
+	 * A wait starts when the task becomes runnable; a requeue while it
+	 * waits (renice, affinity) does not restart its clock, so requeues
+	 * cannot starve it.
+	 */
+	if (!tctx->enq_at_ns)
+		tctx->enq_at_ns = now;
 	if (refresh_task(p, tctx, &cfg, now)) {
 		tctx->fifo_head = tctx->to_tail = false;
 		park(p, tctx, &cfg, now, enq_flags);
@@ -241,6 +247,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	tctx->fifo_head = tctx->to_tail = false;
+	rr_wait_begin(tctx, cpu);
 	key = rr_key(tctx, &cfg);
 	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg.slice_ns, key,
 				 enq_flags);
@@ -332,13 +339,15 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	set_task_llc(tctx, llc);
 	tctx->last_exec_ns = p->se.sum_exec_runtime;
 	tctx->fifo_head = false;
+	tctx->enq_at_ns = 0;
+	rr_wait_end(tctx);
 
 	/*
 	 * A turn's slice is decided here, as it starts (the slices given when
 	 * tasks are queued are placeholders): split mode divides by the tasks
 	 * waiting now, and no RR slice exceeds what is left of the quota.
 	 */
-	slice = task_slice(tctx, &cfg, llc);
+	slice = task_slice(tctx, &cfg, cpu, llc);
 	scx_bpf_task_set_slice(p, slice);
 
 	if (tctx->class == CLASS_FIFO) {
@@ -406,10 +415,23 @@ s32 BPF_STRUCT_OPS(fairquota_init_task, struct task_struct *p,
 	tctx->weight = p->scx.weight;
 	tctx->nice = task_nice(p);
 	tctx->llc = llc_of(scx_bpf_task_cpu(p));
+	tctx->rr_cpu = -1;
 	lctx = try_lookup_llc_ctx(tctx->llc);
 	if (lctx)
 		tctx->vtime = READ_ONCE(lctx->vtime_now);
 	return 0;
+}
+
+/*
+ * @p leaves our queues without running (it sleeps, exits or is requeued
+ * for a property change): stop counting it as waiting.
+ */
+void BPF_STRUCT_OPS(fairquota_dequeue, struct task_struct *p, u64 deq_flags)
+{
+	struct task_ctx *tctx = try_lookup_task_ctx(p);
+
+	if (tctx)
+		rr_wait_end(tctx);
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_init)
@@ -466,6 +488,7 @@ void BPF_STRUCT_OPS(fairquota_exit, struct scx_exit_info *ei)
 SCX_OPS_DEFINE(fairquota_ops,
 	       .select_cpu	= (void *)fairquota_select_cpu,
 	       .enqueue		= (void *)fairquota_enqueue,
+	       .dequeue		= (void *)fairquota_dequeue,
 	       .dispatch	= (void *)fairquota_dispatch,
 	       .tick		= (void *)fairquota_tick,
 	       .running		= (void *)fairquota_running,

@@ -44,19 +44,58 @@ static u32 llc_cpus(u32 llc)
 }
 
 /*
- * RR slice of @tctx in @llc: fixed, or in split mode divided by the RR
- * tasks waiting per CPU of the LLC plus one; never more than its
+ * Count queued RR task @tctx as waiting for @cpu (the CPU it was assigned),
+ * or stop counting it. The counts feed split slices; they are per CPU and
+ * change only when an RR task is queued, dequeued or starts running.
+ */
+static void rr_wait_begin(struct task_ctx *tctx, s32 cpu)
+{
+	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
+
+	if (!cctx || tctx->rr_cpu >= 0)
+		return;
+	__sync_fetch_and_add(&cctx->nr_rr_waiting, 1);
+	tctx->rr_cpu = cpu;
+}
+
+static void rr_wait_end(struct task_ctx *tctx)
+{
+	struct cpu_ctx *cctx;
+
+	if (tctx->rr_cpu < 0)
+		return;
+	cctx = try_lookup_cpu_ctx(tctx->rr_cpu);
+	if (cctx)
+		__sync_fetch_and_sub(&cctx->nr_rr_waiting, 1);
+	tctx->rr_cpu = -1;
+}
+
+/*
+ * RR tasks waiting for a turn on @cpu: those assigned to it, or the LLC's
+ * queue spread over its CPUs, whichever is larger (tasks pinned to one CPU
+ * wait for that CPU only).
+ */
+static u64 rr_waiting(s32 cpu, u32 llc)
+{
+	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
+	u64 spread = scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)) / llc_cpus(llc);
+	s64 mine = cctx ? READ_ONCE(cctx->nr_rr_waiting) : 0;
+
+	return mine > (s64)spread ? (u64)mine : spread;
+}
+
+/*
+ * RR slice of @tctx on @cpu of @llc: fixed, or in split mode divided by
+ * the RR tasks waiting for this CPU plus one; never more than its
  * remaining quota.
  */
 static u64 rr_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
-		    u32 llc)
+		    s32 cpu, u32 llc)
 {
 	u64 slice = cfg->slice_ns;
 
 	if (cfg->slice_mode == SLICE_SPLIT) {
-		u64 waiting = scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc));
-
-		slice /= waiting / llc_cpus(llc) + 1;
+		slice /= rr_waiting(cpu, llc) + 1;
 		if (slice < cfg->slice_min_ns)
 			slice = cfg->slice_min_ns;
 	}
@@ -71,11 +110,11 @@ static u64 rr_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
  * a refresh interval (ops.dispatch() renews it).
  */
 static u64 task_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
-		      u32 llc)
+		      s32 cpu, u32 llc)
 {
 	if (tctx->class == CLASS_FIFO)
 		return SCX_SLICE_DFL;
-	return rr_slice(tctx, cfg, llc);
+	return rr_slice(tctx, cfg, cpu, llc);
 }
 
 /* Weighted virtual time that @delta_ns of runtime costs at @weight. */

@@ -100,6 +100,8 @@ struct task_ctx {
 	u8 to_tail;		/* yielded: next enqueue goes to the tail */
 	u8 parked;		/* waiting on a THROTTLED DSQ */
 	u8 __pad[4];
+	s32 rr_cpu;		/* CPU whose nr_rr_waiting counts it, or -1 */
+	u32 __pad2;
 };
 
 struct {
@@ -132,7 +134,8 @@ struct cpu_ctx {
 	u8 curr_valid;		/* a task of ours is running */
 	u8 curr_preemptible;	/* it may be preempted (not a pcpu kthread) */
 	u8 __pad[2];
-	u64 __pad2[8];
+	s64 nr_rr_waiting;	/* queued RR tasks assigned to this CPU */
+	u64 __pad2[7];
 };
 
 struct {

@@ -30,5 +30,8 @@ mkdir -p target
 cc -Wall -Wextra -Werror -O1 -I bpf tests/bucket_test.c -o target/bucket_test
 target/bucket_test
 
+echo "== VM helper programs"
+cc -Wall -Wextra -Werror -O2 -pthread tests/vm/storm.c -o target/storm
+
 echo "== host and VM tests"
 exec "$HOME/.cache/scx_fairquota/venv/bin/python" -m pytest -v -s tests "$@"

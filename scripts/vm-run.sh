@@ -16,7 +16,9 @@
 # Env:   VM_TIMEOUT  seconds before qemu is killed (default 900, per boot)
 #        VM_BOOT_TRIES  boots tried when a VM dies or hangs before the command
 #        starts (default 3; a VM that dies while the command runs is never retried)
-#        VM_CPUS (default 2), VM_MEMORY (default 2G), VM_KEEP=1 keeps the run
+#        VM_CPUS (default 2), VM_MEMORY (default 2G),
+#        VM_SMP  a qemu -smp topology for VM_CPUS, e.g. "sockets=2,cores=4"
+#        (two sockets = two LLCs), VM_KEEP=1 keeps the run
 #        directory (guest script, markers, vng log) for debugging,
 #        VM_VERBOSE=1 shows the guest's kernel console (boot log, panics),
 #        VM_MODULE_BLACKLIST  modules the guest must not load (default: drivers
@@ -151,7 +153,10 @@ done
 # sched_ext scheduler is enabled) is not coherent across vCPUs, and the guest
 # oopses now and then with "int3" in patched code. One thread running all
 # vCPUs in turn keeps patching coherent. VM_TCG_THREAD=multi restores the default.
-vng_args+=("--qemu-opts=-accel tcg,thread=${VM_TCG_THREAD:-single}")
+qemu_opts="-accel tcg,thread=${VM_TCG_THREAD:-single}"
+# A topology for the vCPUs (qemu merges this -smp with vng's own).
+[ -n "${VM_SMP:-}" ] && qemu_opts+=" -smp $VM_CPUS,$VM_SMP"
+vng_args+=("--qemu-opts=$qemu_opts")
 [ "${VM_VERBOSE:-0}" = 1 ] && vng_args+=(--verbose)
 vng_args+=(--exec "bash $run/guest.sh")
 

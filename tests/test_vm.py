@@ -18,12 +18,13 @@ from conftest import REPO
 VM_RUN = os.path.join(REPO, "scripts/vm-run.sh")
 
 
-def run_scenario(name, tmp_path):
+def run_scenario(name, tmp_path, env=None):
     out = tmp_path / "out"
     out.mkdir()
     cmd = [VM_RUN, "--rwdir", str(out), "--",
            f"{sys.executable} tests/vm/guest.py {name} {out}"]
-    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
+    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800,
+                       env={**os.environ, **(env or {})})
     print(p.stdout[-6000:])
     print(p.stderr[-6000:], file=sys.stderr)
     assert p.returncode == 0, f"scenario {name}: VM run failed with status {p.returncode}"
@@ -188,3 +189,122 @@ def test_slice_modes(binary, tmp_path):
             checks.append((f"{mode}: hog {i} share", pct(share), "33% +- 5", abs(share - 1 / 3) <= 0.05))
         checks.append((f"{mode}: exit status", r[mode]["rc"], "0", r[mode]["rc"] == 0))
     check_all(checks)
+
+
+def test_guard_bounds_every_wait(binary, tmp_path):
+    r = run_scenario("guard_many", tmp_path)
+    checks = []
+    for label, m in r.items():
+        checks += [
+            (f"{label}: longest RR hog stall", f"{m['max_stall_rr']:.2f} s", "< 3 s", m["max_stall_rr"] < 3.0),
+            (f"{label}: RR hogs that reported", m["reported"], "all", m["reported"] == int(label.split()[0])),
+            (f"{label}: RR hogs that never ran", m["rr_never_ran"], "0", m["rr_never_ran"] == 0),
+            (f"{label}: FIFO hogs ran", [pct(x) for x in m["fifo_shares"]], "> 0 each",
+             all(x > 0 for x in m["fifo_shares"])),
+            (f"{label}: guard activations", m["totals"].get("guard", 0), "> 0", m["totals"].get("guard", 0) > 0),
+            (f"{label}: state during (no ejection)", m["state_during"][0], "enabled",
+             m["state_during"][0] == "enabled"),
+            (f"{label}: daemon alive after 25 s", m["daemon_alive"], "True", m["daemon_alive"]),
+            (f"{label}: exit status", m["rc"], "0", m["rc"] == 0),
+        ]
+    check_all(checks)
+
+
+def test_exec_from_non_leader_thread(binary, tmp_path):
+    r = run_scenario("exec_thread", tmp_path)
+    a, b = r["rr_shares"]
+    check_all([
+        ("new images are the hog (comm)", r["comms"], "['sh', 'sh', 'sh']", r["comms"] == ["sh"] * 3),
+        ("exec'd image A share at 2000/10000", pct(a), "20% +- 3", abs(a - 0.20) <= 0.03),
+        ("exec'd image B share at 2000/10000", pct(b), "20% +- 3", abs(b - 0.20) <= 0.03),
+        ("exec'd images' class", r["rr_classes"], "RR", r["rr_classes"] == ["RR", "RR"]),
+        ("nice -5 exec'd image class", r["fifo_class"], "FIFO", r["fifo_class"] == "FIFO"),
+        ("nice -5 exec'd image share", pct(r["fifo_share"]), ">= 90%", r["fifo_share"] >= 0.90),
+        ("state during", r["state_during"][0], "enabled", r["state_during"][0] == "enabled"),
+        ("exit status", r["rc"], "0", r["rc"] == 0),
+    ])
+
+
+def test_fifo_order_requeue_and_fork(binary, tmp_path):
+    r = run_scenario("fifo_order", tmp_path)
+    gap = r["b_gap"]
+    bw = r["b_wait"] if r["b_wait"] is not None else 99.0
+    check_all([
+        ("older FIFO waiter: first run after", f"{bw:.2f} s", "<= 1.5 s", bw <= 1.5),
+        ("older waiter runs before the reniced/re-pinned one", r["b_before_c"], "True", r["b_before_c"]),
+        ("reniced waiter ran too", r["c_wait"] is not None, "True", r["c_wait"] is not None),
+        ("older waiter's longest stall after its first run", f"{gap:.2f} s", "<= 1.6 s", gap <= 1.6),
+        ("FIFO tasks made urgent after 1 s", r["totals"].get("fifo_rotate", 0), "> 0",
+         r["totals"].get("fifo_rotate", 0) > 0),
+        ("state during", r["state_during"][0], "enabled", r["state_during"][0] == "enabled"),
+        ("exit status", r["rc"], "0", r["rc"] == 0),
+    ])
+
+
+def test_cpu_hotplug_restart(binary, tmp_path):
+    r = run_scenario("hotplug", tmp_path)
+    checks = [("`set --quota-us 3000` before hotplug", r["set"], "0", r["set"] == 0)]
+    for st in r["steps"]:
+        checks += [
+            (f"cpu1 online={st['online']}: daemon re-attached", st["reattached"], "True", st["reattached"]),
+            (f"cpu1 online={st['online']}: state", st["state"][0], "enabled", st["state"][0] == "enabled"),
+        ]
+    checks += [
+        ("config kept across restarts (show)", "quota=3000us" in r["show"], "True", "quota=3000us" in r["show"]),
+        ("hog share after restarts (3000/10000)", pct(r["share_after"]), "30% +- 4",
+         abs(r["share_after"] - 0.30) <= 0.04),
+        ("exit status after SIGINT", r["rc"], "0", r["rc"] == 0),
+    ]
+    check_all(checks)
+
+
+def test_stress_ng_smoke(binary, tmp_path):
+    r = run_scenario("stress_smoke", tmp_path)
+    checks = []
+    for label, m in r.items():
+        checks += [
+            (f"{label}: attached", m["attached"], "True", m["attached"]),
+            (f"{label}: stress-ng exit status", m["stress_rc"], "0", m["stress_rc"] == 0),
+            (f"{label}: state after stress-ng", m["state_after_stress"][0], "enabled",
+             m["state_after_stress"][0] == "enabled"),
+            (f"{label}: scheduler exit status (timeout --preserve-status 45)", m["sched_rc"], "0",
+             m["sched_rc"] == 0),
+        ]
+    check_all(checks)
+    for m in r.values():
+        print(m["stress_tail"])
+
+
+def test_task_storm(binary, tmp_path):
+    r = run_scenario("storm", tmp_path)
+    counts = r["tasks_counts"]
+    before, peak, after = (counts[0], max(counts), counts[-1]) if counts else (0, 0, 10**9)
+    check_all([
+        ("storm completed (4000 forks, 5000 threads, 1000 execs)", r["storm"]["stdout"].strip(),
+         "all", r["storm"]["rc"] == 0),
+        ("tasks tracked before / peak / after", (before, peak, after), "after <= before + 20",
+         after <= before + 20),
+        ("state during", r["state_during"][0], "enabled", r["state_during"][0] == "enabled"),
+        ("exit status", r["rc"], "0", r["rc"] == 0),
+    ])
+    print(f"storm took {r['seconds']:.1f} s")
+
+
+def test_eight_cpus_two_llcs(binary, tmp_path):
+    r = run_scenario("topology8", tmp_path, env={"VM_CPUS": "8", "VM_SMP": "sockets=2,cores=4,threads=1",
+                                                 "VM_MEMORY": "3G"})
+    eq = r["equal_shares"]
+    mean = sum(eq) / len(eq)
+    fr = r["pair_fracs"]
+    q = r["quota_shares"]
+    check_all([
+        ("scheduler sees 2 LLCs", r["topology_log"], "2 LLCs", any("in 2 LLCs" in l for l in r["topology_log"])),
+        ("16 nice 0 hogs: spread of shares", f"{pct(min(eq))}..{pct(max(eq))}", "within 10% of mean",
+         all(abs(x - mean) <= 0.10 * mean for x in eq)),
+        ("16 hogs use the 8 CPUs", pct(sum(eq) / 8), ">= 90%", sum(eq) / 8 >= 0.90),
+        ("nice 0 part of each CPU (vs nice 5)", [pct(x) for x in fr], "75% +- 5 each",
+         all(abs(x - 0.75) <= 0.05 for x in fr)),
+        ("8 hogs under 2000/10000", f"{pct(min(q))}..{pct(max(q))}", "20% +- 3 each",
+         all(abs(x - 0.20) <= 0.03 for x in q)),
+        ("exit statuses", (r["rc_equal"], r["rc_quota"]), "(0, 0)", (r["rc_equal"], r["rc_quota"]) == (0, 0)),
+    ])

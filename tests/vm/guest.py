@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -157,6 +158,65 @@ def all_stats_rows(stdout):
 def stats_rows(stdout, pid):
     """The daemon's stats rows for `pid`, oldest first."""
     return [r for r in all_stats_rows(stdout) if r["pid"] == pid]
+
+
+HERD = os.path.join(REPO, "tests/vm/herd.py")
+EXEC_THREAD = os.path.join(REPO, "tests/vm/exec_thread.py")
+STORM = os.path.join(REPO, "target/storm")
+
+
+def spawn_herd(n, out, name):
+    """n nice 0 CPU hogs that measure their own longest stall (herd.py);
+    returns (proc, pids, result_path)."""
+    path = os.path.join(out, f"{name}.json")
+    proc = subprocess.Popen([PY, HERD, str(n), path])
+    wait_for_file(path + ".pids", timeout=180)
+    pids = [int(x) for x in read(path + ".pids").split()]
+    return proc, pids, path
+
+
+def stop_herd(proc, path):
+    """End the herd; {pid: [longest stall s, cpu s]} as its hogs saw it."""
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(300)
+    return {int(k): v for k, v in json.loads(read(path, "{}") or "{}").items()}
+
+
+def stalls(pids, seconds, step=0.25):
+    """Sample the CPU time of `pids` for `seconds`; per pid, the longest
+    stretch of wall time in which it did not run (as far as samples taken
+    every `step` s can tell), and its share of one CPU."""
+    t0 = time.monotonic()
+    first = {p: cpu_ns(p) for p in pids}
+    last_val = dict(first)
+    last_change = {p: t0 for p in pids}
+    worst = {p: 0.0 for p in pids}
+    while True:
+        time.sleep(step)
+        now = time.monotonic()
+        for p in pids:
+            v = cpu_ns(p)
+            if v != last_val[p]:
+                worst[p] = max(worst[p], now - last_change[p])
+                last_val[p] = v
+                last_change[p] = now
+        if now - t0 >= seconds:
+            break
+    end = time.monotonic()
+    for p in pids:
+        worst[p] = max(worst[p], end - last_change[p])
+    wall = (end - t0) * 1e9
+    return worst, {p: (last_val[p] - first[p]) / wall for p in pids}
+
+
+def daemon_tasks_counts(stdout):
+    """The `tasks=N` of every stats line, oldest first."""
+    out = []
+    for line in stdout.splitlines():
+        for tok in line.split():
+            if tok.startswith("tasks="):
+                out.append(int(tok[6:]))
+    return out
 
 
 KTHREAD_PREFIXES = ("kworker/", "ksoftirqd/", "rcu_", "kcompactd", "kthreadd", "migration/")
@@ -375,6 +435,242 @@ def scenario_demo(out):
     return {"shares": shares, "rc": rc}
 
 
+def scenario_guard_many(out):
+    """Two FIFO hogs, one pinned per CPU, and many RR hogs: every RR hog
+    must keep running, and the scheduler must not be ejected. Each RR hog
+    measures its own longest stall (no sampler that could itself stall)."""
+    res = {}
+    for label, n, args in [("30 hogs, guard 1000 ms", 30, ["--guard-ms", "1000"]),
+                           ("200 hogs, default guard", 200, [])]:
+        d = Daemon(out, f"guard-{n}", args + ["--stats-interval", "5", "--top", "3"])
+        fifo = [spawn_hog(-5, cpus=0), spawn_hog(-5, cpus=1)]
+        herd, pids, path = spawn_herd(n, out, f"herd{n}")
+        time.sleep(3)
+        fifo_shares = measure([f.pid for f in fifo], 25)
+        state = sched_state()
+        alive = d.proc.poll() is None
+        seen = stop_herd(herd, path)
+        kill_all(fifo)
+        rc = d.stop()
+        gaps = [v[0] for v in seen.values() if v]
+        res[label] = {
+            "reported": len(gaps),
+            "max_stall_rr": max(gaps) if gaps else 99.0,
+            "rr_never_ran": sum(1 for v in seen.values() if not v or v[1] <= 0),
+            "fifo_shares": fifo_shares,
+            "state_during": state, "daemon_alive": alive, "rc": rc,
+            "totals": final_totals(d.stdout()), "stderr": d.stderr()[-3000:],
+        }
+    return res
+
+
+def scenario_exec_thread(out):
+    """exec from a non-leader thread under a per-task quota: the new image
+    keeps the task's bucket; two at once each get the quota; at nice -5
+    the new image is FIFO."""
+    d = Daemon(out, "exec-thread", ["--period-us", "10000", "--quota-us", "2000", "--top", "50"])
+    rr = [subprocess.Popen([PY, EXEC_THREAD]) for _ in range(2)]
+    fifo = subprocess.Popen(["nice", "-n", "-5", PY, EXEC_THREAD])
+    # Python starts slowly at 20% of a CPU: wait until all three exec'd.
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and any(read(f"/proc/{p.pid}/comm") != "sh" for p in rr + [fifo]):
+        time.sleep(0.5)
+    time.sleep(2)
+    comms = {p.pid: read(f"/proc/{p.pid}/comm") for p in rr + [fifo]}
+    shares = measure([p.pid for p in rr + [fifo]], 8)
+    time.sleep(1.5)
+    rows = {p.pid: stats_rows(d.stdout(), p.pid) for p in rr + [fifo]}
+    state = sched_state()
+    kill_all(rr + [fifo])
+    rc = d.stop()
+    return {
+        "comms": list(comms.values()),
+        "rr_shares": shares[:2],
+        "fifo_share": shares[2],
+        "fifo_class": rows[fifo.pid][-1]["class"] if rows[fifo.pid] else None,
+        "rr_classes": [rows[p.pid][-1]["class"] if rows[p.pid] else None for p in rr],
+        "state_during": state, "rc": rc, "stderr": d.stderr()[-3000:],
+    }
+
+
+def first_run_after(pids, since_ns, timeout):
+    """Poll until each pid's CPU time exceeds since_ns[pid]; the time
+    (monotonic) each first ran, or None."""
+    first = {p: None for p in pids}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(v is None for v in first.values()):
+        for p in pids:
+            if first[p] is None and cpu_ns(p) > since_ns[p]:
+                first[p] = time.monotonic()
+        time.sleep(0.01)
+    return first
+
+
+def scenario_fifo_order(out):
+    """An older FIFO waiter must not be overtaken by a later FIFO waiter
+    that is reniced and re-pinned while it waits, nor by 50 children
+    forked by a FIFO task. B and C are gap-measuring hogs (hog.py): the end
+    of the longest gap each saw is when it first ran after being woken."""
+    d = Daemon(out, "fifo-order", [])
+    gb, gc = os.path.join(out, "b-gap.json"), os.path.join(out, "c-gap.json")
+    a = spawn_hog(0, cpus=1)
+    keep0 = spawn_hog(0, cpus=0)
+    b = spawn_hog(0, cpus=1, report=gb)
+    c = spawn_hog(0, cpus=1, report=gc)
+    wait_for_file(gb + ".ready")
+    wait_for_file(gc + ".ready")
+    time.sleep(1)
+    # B and C stop; A (CPU 1) and another hog (CPU 0) become FIFO hogs that
+    # hold both CPUs; B and C become FIFO while stopped.
+    for p in (b, c):
+        os.kill(p.pid, signal.SIGSTOP)
+    run_cmd(["renice", "-n", "-5", "-p", str(a.pid), str(keep0.pid), str(b.pid), str(c.pid)])
+    time.sleep(3)
+    # B wakes first and waits behind A; C wakes later, then is reniced and
+    # re-pinned while it waits (requeues).
+    t_b = time.monotonic()
+    os.kill(b.pid, signal.SIGCONT)
+    time.sleep(0.3)
+    os.kill(c.pid, signal.SIGCONT)
+    run_cmd(["renice", "-n", "-6", "-p", str(c.pid)])
+    run_cmd(["taskset", "-p", "-c", "0,1", str(c.pid)])
+    # A FIFO task forks 50 children that move to CPU 1.
+    forker = subprocess.Popen(["nice", "-n", "-5", PY, "-c",
+                               "import os, time\n"
+                               "for _ in range(50):\n"
+                               "    if os.fork() == 0:\n"
+                               "        os.sched_setaffinity(0, {1})\n"
+                               "        while True: pass\n"
+                               "time.sleep(3600)\n"])
+    time.sleep(8)
+    state = sched_state()
+    run_cmd(["pkill", "-KILL", "-P", str(forker.pid)])
+    kill_all([a, keep0, b, c, forker])
+    rc = d.stop()
+    rb = json.loads(read(gb, "{}") or "{}")
+    rcj = json.loads(read(gc, "{}") or "{}")
+    fb, fc = rb.get("max_gap_end"), rcj.get("max_gap_end")
+    return {
+        "b_wait": (fb - t_b) if fb else None,
+        "b_before_c": bool(fb) and bool(fc) and fb <= fc,
+        "c_wait": (fc - t_b) if fc else None,
+        "b_gap": rb.get("second_gap_s", 99.0),
+        "state_during": state, "rc": rc, "totals": final_totals(d.stdout()),
+        "stderr": d.stderr()[-3000:],
+    }
+
+
+def scenario_hotplug(out):
+    """CPU 1 goes offline and back while the scheduler runs: the daemon
+    re-attaches each time with the configuration set live."""
+    d = Daemon(out, "hotplug", ["--period-us", "10000", "--quota-us", "5000", "--stats-interval", "0"])
+    set_res = run_cmd([BIN, "set", "--quota-us", "3000"])
+    hog = spawn_hog(0)
+    time.sleep(1)
+    online = "/sys/devices/system/cpu/cpu1/online"
+    res = {"set": set_res["rc"], "steps": []}
+
+    def wait_reattached(n):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if d.stderr().count("attached; reconfigure") >= n and sched_state()[0] == "enabled":
+                return True
+            if d.proc.poll() is not None:
+                return False
+            time.sleep(0.2)
+        return False
+
+    for n, val in [(2, "0"), (3, "1")]:
+        with open(online, "w") as f:
+            f.write(val)
+        ok = wait_reattached(n)
+        res["steps"].append({"online": val, "reattached": ok, "alive": d.proc.poll() is None,
+                             "state": sched_state()})
+    show = run_cmd([BIN, "show"])
+    time.sleep(1)
+    (share,) = measure([hog.pid], 4)
+    kill_all([hog])
+    res["show"] = show["stdout"]
+    res["share_after"] = share
+    res["rc"] = d.stop()
+    res["stderr"] = d.stderr()[-4000:]
+    return res
+
+
+def scenario_stress_smoke(out):
+    """The community CI smoke test: stress-ng with the scheduler under
+    `timeout --preserve-status 45`, without and with a quota."""
+    n = str(os.cpu_count())
+    res = {}
+    for label, args in [("default", []), ("quota 2000/10000", ["--period-us", "10000", "--quota-us", "2000"])]:
+        sched = subprocess.Popen(["timeout", "--preserve-status", "45", BIN, "--stats-interval", "0", *args],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while sched_state()[0] != "enabled" and time.monotonic() < deadline and sched.poll() is None:
+            time.sleep(0.2)
+        attached = sched_state()[0] == "enabled"
+        stress = subprocess.run(["stress-ng", "-t", "31", "--aggressive", "-M", "-c", n, "-f", n,
+                                 "--affinity", "1", "--affinity-delay", "1", "--affinity-pin"],
+                                capture_output=True, text=True, timeout=300)
+        state_after_stress = sched_state()
+        _, err = sched.communicate(timeout=120)
+        res[label] = {"attached": attached, "stress_rc": stress.returncode,
+                      "stress_tail": (stress.stdout + stress.stderr)[-1500:],
+                      "state_after_stress": state_after_stress,
+                      "sched_rc": sched.returncode, "sched_stderr": err[-2000:]}
+    return res
+
+
+def scenario_storm(out):
+    """10,000 short-lived processes and threads: no ejection, and the
+    per-task state shrinks back when they are gone."""
+    d = Daemon(out, "storm", ["--stats-interval", "1", "--top", "1"])
+    time.sleep(2.5)
+    t0 = time.monotonic()
+    storm = run_cmd_long([STORM, "4000", "5000", "1000"], 900)
+    took = time.monotonic() - t0
+    time.sleep(2.5)
+    state = sched_state()
+    rc = d.stop()
+    counts = daemon_tasks_counts(d.stdout())
+    return {"storm": storm, "seconds": took, "tasks_counts": counts,
+            "state_during": state, "rc": rc, "stderr": d.stderr()[-2000:]}
+
+
+def run_cmd_long(args, timeout):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    return {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr}
+
+
+def scenario_topology8(out):
+    """8 vCPUs in 2 sockets (2 LLCs): equal shares for 16 hogs, weights on
+    every CPU, and the per-task quota for 8 hogs at once."""
+    res = {"lscpu_llcs": read("/sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list"),
+           "lscpu_llcs_cpu4": read("/sys/devices/system/cpu/cpu4/cache/index3/shared_cpu_list")}
+    d = Daemon(out, "topo-equal", [])
+    res["topology_log"] = [l for l in d.stderr().splitlines() if "topology" in l]
+    hogs = [spawn_hog(0) for _ in range(16)]
+    time.sleep(4)
+    res["equal_shares"] = measure([h.pid for h in hogs], 10)
+    kill_all(hogs)
+    pairs = []
+    for cpu in range(8):
+        pairs.append((spawn_hog(0, cpus=cpu), spawn_hog(5, cpus=cpu)))
+    time.sleep(4)
+    flat = measure([p.pid for pr in pairs for p in pr], 10)
+    res["pair_fracs"] = [flat[2 * i] / max(flat[2 * i] + flat[2 * i + 1], 1e-9) for i in range(8)]
+    kill_all([p for pr in pairs for p in pr])
+    res["rc_equal"] = d.stop()
+    d = Daemon(out, "topo-quota", ["--period-us", "10000", "--quota-us", "2000"])
+    hogs = [spawn_hog(0) for _ in range(8)]
+    time.sleep(4)
+    res["quota_shares"] = measure([h.pid for h in hogs], 10)
+    kill_all(hogs)
+    res["rc_quota"] = d.stop()
+    res["state_after"] = sched_state()
+    return res
+
+
 SCENARIOS = {
     "demo": scenario_demo,
     "attach": scenario_attach,
@@ -384,6 +680,13 @@ SCENARIOS = {
     "weight": scenario_weight,
     "reconfig": scenario_reconfig,
     "slices": scenario_slices,
+    "guard_many": scenario_guard_many,
+    "exec_thread": scenario_exec_thread,
+    "fifo_order": scenario_fifo_order,
+    "hotplug": scenario_hotplug,
+    "stress_smoke": scenario_stress_smoke,
+    "storm": scenario_storm,
+    "topology8": scenario_topology8,
 }
 
 

@@ -3,7 +3,8 @@
 """A CPU hog that measures how long it was kept off the CPU.
 
 It spins reading the monotonic clock; any jump between two reads is time
-it did not run. Once running it creates FILE.ready; on SIGTERM it writes the longest gap and the number of
+it did not run. It reports the longest gap, when it ended (monotonic
+clock), and the second longest. Once running it creates FILE.ready; on SIGTERM it writes the longest gap and the number of
 gaps over 100 ms as JSON to the file given as its argument.
 """
 import json
@@ -13,6 +14,8 @@ import time
 
 out = sys.argv[1]
 max_gap = 0.0
+max_gap_end = 0.0
+second_gap = 0.0
 long_gaps = 0
 running = True
 
@@ -34,9 +37,14 @@ while running:
     if gap > 0.1:
         long_gaps += 1
     if gap > max_gap:
+        second_gap = max_gap
         max_gap = gap
+        max_gap_end = now
+    elif gap > second_gap:
+        second_gap = gap
     last = now
 
 with open(out, "w") as f:
-    json.dump({"max_gap_s": max_gap, "gaps_over_100ms": long_gaps,
+    json.dump({"max_gap_s": max_gap, "max_gap_end": max_gap_end,
+               "second_gap_s": second_gap, "gaps_over_100ms": long_gaps,
                "seconds": clock() - start}, f)

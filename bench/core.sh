@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# core.sh - the core benchmarks of scx_fairquota, side by side with the
+# kernel's default scheduler and with the baseline (the last build before
+# core v2), in one VM per CPU count. Writes bench/core-report.md.
+#
+# Usage: sudo bench/core.sh          (BENCH_CPUS="2 8" by default)
+# Env:   BASELINE  git revision of the baseline build (default d822ba4)
+#        BENCH_CPUS  vCPU counts to run (the 8-vCPU VM has 2 sockets/LLCs)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+BASELINE="${BASELINE:-d822ba4}"
+BENCH_CPUS="${BENCH_CPUS:-2 8}"
+
+scripts/setup-host.sh >/dev/null
+for p in rt-tests bpftool; do
+    dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -q '^installed$' ||
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$p" >/dev/null
+done
+scripts/fetch-kernel.sh >/dev/null
+scripts/build.sh
+
+mkdir -p target/bench
+cc -Wall -Wextra -Werror -O2 bench/units.c -o target/bench/units
+cc -Wall -Wextra -Werror -O2 -pthread bench/reqresp.c -o target/bench/reqresp
+
+# The baseline, built from git in a worktree of its own.
+base_src=target/bench/baseline-src
+if [ ! -x target/bench/baseline-target/release/scx_fairquota ]; then
+    rm -rf "$base_src"; git worktree prune
+    git worktree add --detach "$base_src" "$BASELINE" >/dev/null
+    (cd "$base_src" && CARGO_TARGET_DIR="$PWD/../baseline-target" scripts/build.sh)
+    git worktree remove --force "$base_src"
+fi
+
+out=target/bench/results
+rm -rf "$out"; mkdir -p "$out"
+py=/usr/bin/python3
+for cpus in $BENCH_CPUS; do
+    mkdir -p "$out/$cpus"
+    smp=""
+    [ "$cpus" -ge 4 ] && smp="sockets=2,cores=$((cpus / 2)),threads=1"
+    VM_CPUS="$cpus" VM_SMP="$smp" VM_MEMORY=3G VM_TIMEOUT=3000 scripts/vm-run.sh --rwdir "$out/$cpus" -- \
+        "$py bench/guest_bench.py $out/$cpus default &&
+         $py bench/guest_bench.py $out/$cpus fairquota target/release/scx_fairquota &&
+         $py bench/guest_bench.py $out/$cpus baseline target/bench/baseline-target/release/scx_fairquota"
+done
+cmd="sudo bench/core.sh (BENCH_CPUS=\"$BENCH_CPUS\" BASELINE=$BASELINE)"
+$py bench/report.py "$out" "$cmd" > bench/core-report.md
+echo "wrote bench/core-report.md"

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Core benchmarks, run inside the sched_ext VM by bench/core.sh.
+
+For each scheduler (the kernel's default, scx_fairquota as built, and the
+baseline build of scx_fairquota before core v2) it runs, one after the
+other in the same VM:
+  - hackbench -g 4 -l 500 (seconds);
+  - cyclictest --policy=other at nice -5 beside `nice -n 5 stress-ng
+    --cpu N` (wakeup latency p50/p99/max, us);
+  - the process-sharing experiment: 1, 2, 4 CPU-bound processes of 100
+    units of ~1 ms on one CPU (throughput, longest gap between units);
+  - a request/response workload at nice 0 (bench/reqresp.c), alone and
+    beside two nice 5 CPU hogs (requests/s, p50/p99 latency);
+  - for the BPF schedulers, the BPF run time per call of each struct_ops
+    program (kernel.bpf_stats_enabled).
+Writes OUT/<label>.json.
+
+Usage: guest_bench.py OUT LABEL [BINARY]   (no BINARY = default scheduler)
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+UNITS = os.path.join(REPO, "target/bench/units")
+REQRESP = os.path.join(REPO, "target/bench/reqresp")
+NCPU = os.cpu_count()
+
+
+def state():
+    try:
+        return open("/sys/kernel/sched_ext/state").read().strip()
+    except OSError:
+        return "?"
+
+
+def start_scheduler(binary, log):
+    p = subprocess.Popen([binary, "--stats-interval", "0"], stdout=log, stderr=log)
+    deadline = time.monotonic() + 180
+    while state() != "enabled":
+        if p.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"{binary} did not attach")
+        time.sleep(0.2)
+    time.sleep(1)
+    return p
+
+
+def hackbench():
+    runs = []
+    for _ in range(3):
+        out = subprocess.run(["hackbench", "-g", "4", "-l", "500"], capture_output=True, text=True,
+                             timeout=600).stdout
+        for line in out.splitlines():
+            if line.startswith("Time:"):
+                runs.append(float(line.split()[1]))
+    return {"runs_s": runs, "median_s": sorted(runs)[len(runs) // 2] if runs else None}
+
+
+def percentile_from_hist(hist, q):
+    total = sum(hist.values())
+    if not total:
+        return None
+    acc = 0
+    for us in sorted(hist):
+        acc += hist[us]
+        if acc >= q * total:
+            return us
+    return max(hist)
+
+
+def cyclictest():
+    hog = subprocess.Popen(["nice", "-n", "5", "stress-ng", "--cpu", str(NCPU), "--timeout", "40s"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2)
+    buckets = 20000
+    out = subprocess.run(["nice", "-n", "-5", "cyclictest", "--policy=other", "-t", str(NCPU), "-D", "15",
+                          "-q", "-m", "-i", "1000", "-h", str(buckets)],
+                         capture_output=True, text=True, timeout=120).stdout
+    hog.send_signal(signal.SIGINT)
+    hog.wait()
+    hist, maxes, overflows = {}, [], 0
+    for line in out.splitlines():
+        if line.startswith("# Max Latencies:"):
+            maxes = [int(x) for x in line.split(":")[1].split()]
+        elif line.startswith("# Histogram Overflows:"):
+            overflows = sum(int(x) for x in line.split(":")[1].split())
+        elif line and line[0].isdigit():
+            cols = line.split()
+            n = sum(int(x) for x in cols[1:])
+            if n:
+                hist[int(cols[0])] = hist.get(int(cols[0]), 0) + n
+    if overflows:
+        hist[buckets] = hist.get(buckets, 0) + overflows
+    return {"p50_us": percentile_from_hist(hist, 0.50), "p99_us": percentile_from_hist(hist, 0.99),
+            "max_us": max(maxes) if maxes else None, "samples": sum(hist.values())}
+
+
+def sharing(loops):
+    res = {}
+    for k in (1, 2, 4):
+        t0 = time.monotonic()
+        procs = [subprocess.Popen(["taskset", "-c", "1", UNITS, "run", "100", str(loops)],
+                                  stdout=subprocess.PIPE, text=True) for _ in range(k)]
+        outs = [p.communicate(timeout=600)[0].split() for p in procs]
+        makespan = time.monotonic() - t0
+        res[str(k)] = {"throughput_per_s": k / makespan,
+                       "latency_ms": sum(float(o[0]) for o in outs) / k * 1000,
+                       "max_gap_ms": max(float(o[1]) for o in outs) * 1000}
+    return res
+
+
+def reqresp():
+    res = {}
+    for label, nhogs in [("alone", 0), ("beside 2 nice 5 hogs", 2)]:
+        hogs = [subprocess.Popen(["nice", "-n", "5", "sh", "-c", "while :; do :; done"]) for _ in range(nhogs)]
+        time.sleep(1)
+        out = subprocess.run([REQRESP, "2", "200", "10"], capture_output=True, text=True,
+                             timeout=120).stdout.split()
+        for h in hogs:
+            h.kill()
+            h.wait()
+        res[label] = {"req_per_s": float(out[0]), "p50_us": float(out[1]), "p99_us": float(out[2]),
+                      "max_us": float(out[3])}
+    return res
+
+
+def bpf_costs():
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
+    costs = {}
+    for p in json.loads(out or "[]"):
+        if p.get("type") == "struct_ops" and p.get("run_cnt"):
+            costs[p["name"]] = {"calls": p["run_cnt"], "ns_per_call": p["run_time_ns"] / p["run_cnt"]}
+    return costs
+
+
+def main():
+    out_dir, label = sys.argv[1], sys.argv[2]
+    binary = sys.argv[3] if len(sys.argv) > 3 else None
+    loops = int(subprocess.run([UNITS, "calibrate", "1000"], capture_output=True, text=True).stdout)
+    log = open(os.path.join(out_dir, f"{label}.log"), "w")
+    sched = None
+    if binary:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
+        sched = start_scheduler(binary, log)
+    res = {"label": label, "ncpu": NCPU, "kernel": os.uname().release, "ops": None}
+    res["hackbench"] = hackbench()
+    res["cyclictest"] = cyclictest()
+    res["sharing"] = sharing(loops)
+    res["reqresp"] = reqresp()
+    if sched:
+        res["bpf"] = bpf_costs()
+        res["ops"] = open("/sys/kernel/sched_ext/root/ops").read().strip()
+        res["state_at_end"] = state()
+        sched.send_signal(signal.SIGINT)
+        res["sched_rc"] = sched.wait(60)
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("0")
+    with open(os.path.join(out_dir, f"{label}.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    print(f"bench {label}: done", flush=True)
+
+
+if __name__ == "__main__":
+    main()
