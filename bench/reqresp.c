@@ -14,48 +14,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "busywork.h"
 #include <unistd.h>
 
 #define MAX_WORKERS 16
 #define MAX_SAMPLES (1 << 22)
 
 static int req_pipe[MAX_WORKERS][2], resp_pipe[MAX_WORKERS][2];
-static unsigned long loops_per_us = 100;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static volatile unsigned long sink;
-
-static void work(unsigned long loops)
-{
-	unsigned long i, x = 1;
-
-	for (i = 0; i < loops; i++)
-		x = x * 6364136223846793005UL + 1442695040888963407UL;
-	sink = x;
-}
+static unsigned long loops_per_us_int = 100;
 
 static void calibrate(void)
 {
-	double best = 1e9, t;
-	int i;
-
-	for (i = 0; i < 20; i++) {
-		t = now();
-		work(100000);
-		t = now() - t;
-		if (t < best)
-			best = t;
-	}
-	loops_per_us = (unsigned long)(100000 / (best * 1e6));
-	if (!loops_per_us)
-		loops_per_us = 1;
+	loops_per_us_int = (unsigned long)loops_per_us();
+	if (!loops_per_us_int)
+		loops_per_us_int = 1;
 }
 
 static void *worker(void *arg)
@@ -64,7 +37,7 @@ static void *worker(void *arg)
 	unsigned int us;
 
 	while (read(req_pipe[w][0], &us, sizeof(us)) == sizeof(us)) {
-		work(us * loops_per_us);
+		work(us * loops_per_us_int);
 		if (write(resp_pipe[w][1], &us, sizeof(us)) != sizeof(us))
 			break;
 	}

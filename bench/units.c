@@ -12,43 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static volatile unsigned long sink;
-
-static void work(unsigned long loops)
-{
-	unsigned long i, x = 1;
-
-	for (i = 0; i < loops; i++)
-		x = x * 6364136223846793005UL + 1442695040888963407UL;
-	sink = x;
-}
+#include "busywork.h"
 
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "calibrate")) {
-		double unit = atof(argv[2]) / 1e6, best = 1e9, t;
-		unsigned long loops = 100000;
-		int i;
-
-		/* Smallest time of a few runs, to skip preemptions. */
-		for (i = 0; i < 20; i++) {
-			t = now();
-			work(loops);
-			t = now() - t;
-			if (t < best)
-				best = t;
-		}
-		printf("%lu\n", (unsigned long)(loops * unit / best));
+		printf("%lu\n", (unsigned long)(loops_per_us() * atof(argv[2])));
 		return 0;
 	}
 	if (argc == 4 && !strcmp(argv[1], "run")) {

@@ -443,8 +443,10 @@ def scenario_guard_many(out):
     for label, n, args in [("30 hogs, guard 1000 ms", 30, ["--guard-ms", "1000"]),
                            ("200 hogs, default guard", 200, [])]:
         d = Daemon(out, f"guard-{n}", args + ["--stats-interval", "5", "--top", "3"])
-        fifo = [spawn_hog(-5, cpus=0), spawn_hog(-5, cpus=1)]
+        # The herd first: a process that starts (reads files, blocks) behind
+        # FIFO hogs waits up to the guard per block.
         herd, pids, path = spawn_herd(n, out, f"herd{n}")
+        fifo = [spawn_hog(-5, cpus=0), spawn_hog(-5, cpus=1)]
         time.sleep(3)
         fifo_shares = measure([f.pid for f in fifo], 25)
         state = sched_state()

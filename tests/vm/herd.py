@@ -4,9 +4,10 @@
 the CPU.
 
 Usage: herd.py N OUT
-The parent runs at nice -10 while it forks (so N spinning children do not
-slow the forking down); each child sets nice 0 and spins reading the
-monotonic clock. Once all are forked the parent writes OUT.pids and sets
+The parent runs at nice -10 while it forks; each child sets nice 0 and
+waits for SIGUSR1, which the parent sends to all once all are forked (so
+spinning children never slow the forking down); then each spins reading
+the monotonic clock. Once all are forked the parent writes OUT.pids and sets
 itself to nice 0. On SIGTERM every child reports the longest gap between
 two clock reads after the first 3 s (time it did not run) and the CPU time
 it used in that window; the parent writes {pid: [gap_s, cpu_s]} as JSON to
@@ -22,12 +23,13 @@ import time
 n, out = int(sys.argv[1]), sys.argv[2]
 os.setpriority(os.PRIO_PROCESS, 0, -10)
 tmp = tempfile.mkdtemp(prefix="herd-")
-start = time.monotonic() + 3.0
 pids = []
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
 for _ in range(n):
     pid = os.fork()
     if pid == 0:
         os.setpriority(os.PRIO_PROCESS, 0, 0)
+        signal.sigwait({signal.SIGUSR1})
         stop = False
 
         def on_term(*_):
@@ -35,6 +37,7 @@ for _ in range(n):
             stop = True
 
         signal.signal(signal.SIGTERM, on_term)
+        start = time.monotonic() + 3.0
         clock, cpu = time.monotonic, time.process_time
         last, gap, cpu0 = clock(), 0.0, None
         while not stop:
@@ -50,6 +53,8 @@ for _ in range(n):
         os._exit(0)
     pids.append(pid)
 
+for p in pids:
+    os.kill(p, signal.SIGUSR1)
 with open(out + ".pids.tmp", "w") as f:
     f.write("\n".join(map(str, pids)) + "\n")
 os.rename(out + ".pids.tmp", out + ".pids")

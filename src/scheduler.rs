@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0
+// Copyright (c) 2026 The scx_fairquota authors
+//
+// This software may be used and distributed according to the terms of the
+// GNU General Public License version 2.
+//! The scheduler's lifecycle: open, configure and load the BPF object,
+//! attach it, print statistics while it runs, detach and report why it
+//! ended.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use log::{info, warn};
+use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
+
+use crate::config::{self, Tunables};
+use crate::stats::{self, TaskSample, Totals};
+use crate::{BpfSkel, BpfSkelBuilder};
+use crate::{RunOpts, SCHEDULER_NAME, bpf_intf, control, libbpf_log, topology};
+
+pub struct Scheduler<'a> {
+    skel: BpfSkel<'a>,
+    struct_ops: Option<libbpf_rs::Link>,
+    task_iter: libbpf_rs::Link,
+    opts: &'a RunOpts,
+    pub tunables: Tunables,
+    /// Stats read errors already reported (each kind once).
+    stats_errors: HashSet<String>,
+}
+
+/// How a run of the scheduler ended without an error.
+pub enum RunEnd {
+    /// Ctrl-C or SIGTERM: detached on request.
+    Shutdown,
+    /// The kernel asked for a restart (e.g. a CPU went on- or offline).
+    Restart,
+}
+
+impl<'a> Scheduler<'a> {
+    pub fn init(
+        opts: &'a RunOpts,
+        tunables: Tunables,
+        open_object: &'a mut MaybeUninit<OpenObject>,
+    ) -> Result<Self> {
+        info!(
+            "{SCHEDULER_NAME} {} starting: {tunables}",
+            env!("CARGO_PKG_VERSION")
+        );
+        let topo = topology::read()?;
+        info!("topology: {topo}");
+
+        // Open the BPF object.
+        // (No obj_builder.debug(): it would replace libbpf_log's callback.)
+        let skel_builder = BpfSkelBuilder::default();
+        let mut skel = scx_ops_open!(skel_builder, open_object, fairquota_ops, None)?;
+        skel.struct_ops.fairquota_ops_mut().exit_dump_len = opts.exit_dump_len;
+        let rodata = skel
+            .maps
+            .rodata_data
+            .as_mut()
+            .ok_or_else(|| anyhow!("the BPF object has no rodata"))?;
+        rodata.test_verifier_reject = opts.test_verifier_reject;
+        rodata.nr_llcs = topo.nr_llcs();
+        for (cpu, llc) in topo.cpu_llc.iter().enumerate() {
+            rodata.cpu_llc[cpu] = *llc;
+        }
+        for (llc, n) in topo.llc_nr_cpus.iter().enumerate() {
+            rodata.llc_nr_cpus[llc] = *n;
+        }
+
+        // Load it: this is where the verifier runs.
+        let skel = scx_ops_load!(skel, fairquota_ops, uei).map_err(|e| {
+            match libbpf_log::last_verifier_excerpt() {
+                Some(log) => anyhow!(
+                    "the kernel's BPF verifier rejected the scheduler ({e:#}); nothing was \
+                     attached. The end of the verifier log:\n{log}\
+                     Run with --verbose for the whole log and report it with `uname -r`"
+                ),
+                None => e,
+            }
+        })?;
+
+        // Tell the scheduler who the daemon is (its init-namespace tgid).
+        skel.progs
+            .register_daemon
+            .test_run(libbpf_rs::ProgramInput::default())
+            .context("running the register_daemon BPF program")?;
+
+        // Configure before attaching, so the first decision uses it.
+        {
+            let _lock = control::ConfigLock::take()?;
+            config_maps(&skel).write(&tunables)?;
+        }
+        control::pin_config(&skel.maps.config_slots, &skel.maps.config_seq)?;
+
+        // The task iterator the statistics are read through.
+        let task_iter = skel
+            .progs
+            .dump_tasks
+            .attach()
+            .context("attaching the dump_tasks task iterator")?;
+
+        let mut sched = Self {
+            skel,
+            struct_ops: None,
+            task_iter,
+            opts,
+            tunables,
+            stats_errors: HashSet::new(),
+        };
+
+        // Attach: from here on the kernel schedules through us.
+        sched.struct_ops = Some(scx_ops_attach!(sched.skel, fairquota_ops)?);
+        info!("{SCHEDULER_NAME} attached; reconfigure with `{SCHEDULER_NAME} set --help`");
+        Ok(sched)
+    }
+
+    fn totals(&self) -> Result<Totals> {
+        let per_cpu = self
+            .skel
+            .maps
+            .counters
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
+            .ok_or_else(|| anyhow!("counters map is empty"))?;
+        let values: Vec<bpf_intf::counters> = per_cpu
+            .iter()
+            .filter_map(|b| config::from_bytes(b))
+            .collect();
+        Ok(Totals::sum(&values))
+    }
+
+    /// Every task we schedule, in one pass of the BPF task iterator.
+    fn tasks(&self) -> Result<Vec<TaskSample>> {
+        let mut buf = Vec::with_capacity(64 * 1024);
+        libbpf_rs::Iter::new(&self.task_iter)
+            .context("creating a task iterator")?
+            .read_to_end(&mut buf)
+            .context("reading the task iterator")?;
+        Ok(stats::parse_task_stats(&buf))
+    }
+
+    /// Report a stats read error once per kind; stats never stop the
+    /// scheduler.
+    fn stats_error(&mut self, what: &str, e: anyhow::Error) {
+        let msg = format!("{what}: {e:#}");
+        if self.stats_errors.insert(msg.clone()) {
+            warn!("statistics unavailable ({msg}); the scheduler keeps running");
+        }
+    }
+
+    /// Log a reconfiguration made with `scx_fairquota set`.
+    fn notice_config_change(&mut self) {
+        if let Ok(t) = config_maps(&self.skel).read()
+            && t != self.tunables
+        {
+            info!("reconfigured: {t}");
+            self.tunables = t;
+        }
+    }
+
+    fn print_stats(
+        &mut self,
+        start: Instant,
+        elapsed: Duration,
+        prev_totals: &mut Totals,
+        prev_tasks: &mut HashMap<i32, TaskSample>,
+    ) {
+        let totals = match self.totals() {
+            Ok(t) => t,
+            Err(e) => return self.stats_error("counters", e),
+        };
+        let tasks = match self.tasks() {
+            Ok(t) => t,
+            Err(e) => {
+                self.stats_error("tasks", e);
+                Vec::new()
+            }
+        };
+        let rows = stats::top_tasks(&tasks, prev_tasks, elapsed.as_nanos() as u64, self.opts.top);
+        println!(
+            "[fairquota] t={:.1}s tasks={} {}",
+            start.elapsed().as_secs_f64(),
+            tasks.len(),
+            totals.format(Some(&totals.delta(prev_totals)))
+        );
+        println!("{}", stats::TABLE_HEADER);
+        for row in &rows {
+            println!("{}", stats::format_row(row));
+        }
+        *prev_totals = totals;
+        *prev_tasks = tasks.into_iter().map(|s| (s.pid, s)).collect();
+    }
+
+    pub fn run(&mut self, shutdown: &AtomicBool) -> Result<RunEnd> {
+        let start = Instant::now();
+        let interval = Duration::from_secs_f64(self.opts.stats_interval);
+        let mut last_stats = Instant::now();
+        let mut prev_tasks: HashMap<i32, TaskSample> = HashMap::new();
+        let mut prev_totals = Totals::default();
+
+        while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
+            std::thread::sleep(Duration::from_millis(100));
+            self.notice_config_change();
+            if interval.is_zero() || last_stats.elapsed() < interval {
+                continue;
+            }
+            let elapsed = last_stats.elapsed();
+            last_stats = Instant::now();
+            self.print_stats(start, elapsed, &mut prev_totals, &mut prev_tasks);
+        }
+
+        let requested = shutdown.load(Ordering::Relaxed);
+        let final_totals = self.totals().unwrap_or_default();
+
+        // Detach; the kernel returns every task to its default scheduler.
+        let _ = self.struct_ops.take();
+        println!("[fairquota] final: {}", final_totals.format(None));
+
+        match uei_report!(&self.skel, uei) {
+            Err(e) => Err(e.context(
+                "the kernel ejected the scheduler and fell back to its default scheduler",
+            )),
+            Ok(uei) if uei.should_restart() => Ok(RunEnd::Restart),
+            Ok(_) if !requested => {
+                bail!(
+                    "the kernel unloaded the scheduler (see the reason above) and fell back to its default scheduler"
+                )
+            }
+            Ok(_) => Ok(RunEnd::Shutdown),
+        }
+    }
+}
+
+impl Drop for Scheduler<'_> {
+    fn drop(&mut self) {
+        control::unpin_config();
+        info!("unregistered {SCHEDULER_NAME}");
+    }
+}
+
+fn config_maps<'b>(
+    skel: &'b BpfSkel<'_>,
+) -> control::ConfigMaps<'b, libbpf_rs::Map<'b>, libbpf_rs::Map<'b>> {
+    control::ConfigMaps {
+        slots: &skel.maps.config_slots,
+        seq: &skel.maps.config_seq,
+    }
+}
