@@ -74,7 +74,7 @@ def percentile_from_hist(hist, q):
 
 def cyclictest():
     hog = subprocess.Popen(["nice", "-n", "5", "stress-ng", "--cpu", str(NCPU), "--timeout", "40s"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/tmp")
     time.sleep(2)
     buckets = 20000
     out = subprocess.run(["nice", "-n", "-5", "cyclictest", "--policy=other", "-t", str(NCPU), "-D", "15",

@@ -81,24 +81,30 @@ static inline int bw_charge(struct bw_bucket *b, u64 delta_ns, u64 quota_ns,
  * crosses a period boundary pays its part before the boundary from the old
  * period's tokens and the rest from the new period's. (A run spanning more
  * than one whole period, possible only with periods shorter than a tick,
- * charges everything after the first boundary to the last period.)
- * Return true if the bucket ran dry.
+ * charges everything after the first boundary to the last period.) Runtime
+ * that seems to lie before the period the bucket is already in (the
+ * kernel's runtime clock and ours disagree by a little, a lot under
+ * emulation) is charged to the current period, never dropped: every
+ * nanosecond of runtime is paid for once. Return true if the bucket ran dry.
  */
 static inline int bw_charge_span(struct bw_bucket *b, u64 start, u64 end,
 				 u64 quota_ns, u64 period_ns)
 {
-	u64 boundary;
+	u64 boundary, early = 0;
 	int dry;
 
 	bw_refill(b, start, quota_ns, period_ns);
-	if (start < b->period_start_ns)
+	if (start < b->period_start_ns) {
+		early = (end < b->period_start_ns ? end : b->period_start_ns) -
+			start;
 		start = b->period_start_ns;
+	}
 	if (start >= end)
-		return 0;
+		return early ? bw_charge(b, early, quota_ns, period_ns) : 0;
 	boundary = b->period_start_ns + period_ns;
 	if (end <= boundary)
-		return bw_charge(b, end - start, quota_ns, period_ns);
-	dry = bw_charge(b, boundary - start, quota_ns, period_ns);
+		return bw_charge(b, end - start + early, quota_ns, period_ns);
+	dry = bw_charge(b, boundary - start + early, quota_ns, period_ns);
 	bw_refill(b, end, quota_ns, period_ns);
 	return bw_charge(b, end - boundary, quota_ns, period_ns) || dry;
 }

@@ -86,6 +86,12 @@ UEI_DEFINE(uei);
  */
 const volatile bool test_verifier_reject;
 
+/*
+ * Test hook (hidden --test-init-fail): ops.init() fails as if it could not
+ * create its per-LLC state, so the daemon's message can be tested.
+ */
+const volatile bool test_init_fail;
+
 #include "state.bpf.h"
 #include "queues.bpf.h"
 #include "bandwidth.bpf.h"
@@ -441,6 +447,10 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_init)
 	struct cpu_ctx *cctx;
 	s32 ret;
 
+	if (test_init_fail) {
+		scx_bpf_error("cannot create the per-LLC queues (test hook)");
+		return -ENOMEM;
+	}
 	if (nr_llcs > MAX_LLCS || nr_cpus > MAX_CPUS) {
 		scx_bpf_error("topology too large: %u LLCs, %u CPU ids",
 			      nr_llcs, nr_cpus);

@@ -119,6 +119,11 @@ struct RunOpts {
     /// Test hook: make the BPF verifier reject the scheduler.
     #[arg(long, hide = true)]
     test_verifier_reject: bool,
+
+    /// Test hook: make ops.init() fail as if it could not create its
+    /// per-LLC state.
+    #[arg(long, hide = true)]
+    test_init_fail: bool,
 }
 
 #[derive(Debug, clap::Args)]

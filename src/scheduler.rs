@@ -65,6 +65,7 @@ impl<'a> Scheduler<'a> {
             .as_mut()
             .ok_or_else(|| anyhow!("the BPF object has no rodata"))?;
         rodata.test_verifier_reject = opts.test_verifier_reject;
+        rodata.test_init_fail = opts.test_init_fail;
         rodata.nr_llcs = topo.nr_llcs();
         for (cpu, llc) in topo.cpu_llc.iter().enumerate() {
             rodata.cpu_llc[cpu] = *llc;
@@ -115,7 +116,23 @@ impl<'a> Scheduler<'a> {
         };
 
         // Attach: from here on the kernel schedules through us.
-        sched.struct_ops = Some(scx_ops_attach!(sched.skel, fairquota_ops)?);
+        // If the kernel refuses (ops.init() failed, e.g. it could not
+        // create the per-LLC queues or timers), it says why in the exit
+        // info; nothing is attached and the default scheduler stays.
+        let attached = scx_ops_attach!(sched.skel, fairquota_ops);
+        match attached {
+            Ok(link) => sched.struct_ops = Some(link),
+            Err(e) => {
+                let why = match uei_report!(&sched.skel, uei) {
+                    Err(reason) => format!("{reason:#}"),
+                    Ok(_) => format!("{e:#}"),
+                };
+                bail!(
+                    "the kernel refused to enable the scheduler: {why}; nothing was attached and \
+                     the default scheduler is still in charge"
+                );
+            }
+        }
         info!("{SCHEDULER_NAME} attached; reconfigure with `{SCHEDULER_NAME} set --help`");
         Ok(sched)
     }

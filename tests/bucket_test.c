@@ -154,6 +154,26 @@ static void late_starts_keep_exact_share(void)
 	check_share(simulate_share(5 * MS, 10 * MS, 4 * MS), 0.50);
 }
 
+/*
+ * A charge whose start lies before the period the bucket was already
+ * brought to (clock skew between runtime and wall clock) is paid in full.
+ */
+static void runtime_before_the_period_is_not_dropped(void)
+{
+	struct bw_bucket b = {};
+
+	bw_refill(&b, 1000, 2 * MS, 10 * MS);
+	bw_refill(&b, 1000 + 10 * MS + 500, 2 * MS, 10 * MS);
+	CHECK(b.period_start_ns == 1000 + 10 * MS);
+	CHECK(b.tokens_ns == 2 * MS);
+	/* 3 ms of runtime, 1 ms of it "before" the current period. */
+	bw_charge_span(&b, 1000 + 9 * MS, 1000 + 12 * MS, 2 * MS, 10 * MS);
+	CHECK(b.tokens_ns == -1 * (s64)MS);
+	/* Entirely before it: still charged. */
+	bw_charge_span(&b, 1000 + 5 * MS, 1000 + 6 * MS, 2 * MS, 10 * MS);
+	CHECK(b.tokens_ns == -2 * (s64)MS);
+}
+
 static void span_is_split_at_period_boundaries(void)
 {
 	struct bw_bucket b = { 0 };
@@ -190,6 +210,7 @@ int main(void)
 	debt_is_capped_within_watchdog();
 	tick_overrun_keeps_exact_share();
 	span_is_split_at_period_boundaries();
+	runtime_before_the_period_is_not_dropped();
 	late_starts_keep_exact_share();
 	park_accounts_throttled_time();
 	printf("%d passed, %d failed\n", passed, failed);

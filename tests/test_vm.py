@@ -76,6 +76,14 @@ def test_attach_and_detach(binary, tmp_path):
         ("verifier rejection shows the log's reason", "invalid mem access" in r["verifier_reject"]["stderr"],
          "True", "invalid mem access" in r["verifier_reject"]["stderr"]),
         ("state after the rejection", r["after_reject"][0], "disabled", r["after_reject"][0] == "disabled"),
+        ("ops.init() failure exit status", r["init_fail"]["rc"], "1", r["init_fail"]["rc"] == 1),
+        ("ops.init() failure gives the kernel's reason",
+         "cannot create the per-LLC queues" in r["init_fail"]["stderr"]
+         and "nothing was attached" in r["init_fail"]["stderr"], "True",
+         "cannot create the per-LLC queues" in r["init_fail"]["stderr"]
+         and "nothing was attached" in r["init_fail"]["stderr"]),
+        ("state after the ops.init() failure", r["after_init_fail"][0], "disabled",
+         r["after_init_fail"][0] == "disabled"),
         ("exit status after SysRq-S unload", r["sysrq_rc"], "1", r["sysrq_rc"] == 1),
         ("daemon says the kernel fell back", "fell back to its default scheduler" in r["sysrq_stderr"],
          "True", "fell back to its default scheduler" in r["sysrq_stderr"]),

@@ -249,6 +249,8 @@ def scenario_attach(out):
     res["set_after_exit"] = run_cmd([BIN, "set", "--quota-us", "5000"])
     res["verifier_reject"] = run_cmd([BIN, "--test-verifier-reject"])
     res["after_reject"] = sched_state()
+    res["init_fail"] = run_cmd([BIN, "--test-init-fail"])
+    res["after_init_fail"] = sched_state()
     # The kernel unloads the scheduler (SysRq-S): the daemon must say why
     # and exit non-zero.
     d = Daemon(out, "attach-sysrq", ["--stats-interval", "0"])
@@ -613,7 +615,7 @@ def scenario_stress_smoke(out):
         attached = sched_state()[0] == "enabled"
         stress = subprocess.run(["stress-ng", "-t", "31", "--aggressive", "-M", "-c", n, "-f", n,
                                  "--affinity", "1", "--affinity-delay", "1", "--affinity-pin"],
-                                capture_output=True, text=True, timeout=300)
+                                capture_output=True, text=True, timeout=300, cwd="/tmp")
         state_after_stress = sched_state()
         _, err = sched.communicate(timeout=120)
         res[label] = {"attached": attached, "stress_rc": stress.returncode,
