@@ -50,6 +50,7 @@ static u32 age_queue(u32 kind, u32 llc, u64 bound_ns, u64 now, u32 cnt_idx)
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
 				     dsq_id(DSQ_URGENT, llc), 0)) {
+			WRITE_ONCE(tctx->urgent, 1);
 			stat_inc(cnt_idx);
 			kick_idle_cpu(p);
 			moved++;

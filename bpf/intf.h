@@ -102,6 +102,7 @@ enum counter_idx {
 	CNT_WAKE_PREEMPT,	/* a waking task preempted a running one */
 	CNT_SLICE_TIMER,	/* a slice ended between ticks (timer) */
 	CNT_ENQ_LAST,		/* the last task of a CPU re-queued and kicked */
+	CNT_LLC_PULL,		/* an RR task moved to a less loaded LLC */
 	NR_COUNTERS,
 };
 

@@ -31,7 +31,10 @@
  * FIFO of its LLC, then of any LLC (FIFO from anywhere before RR); RR of
  * its LLC, where the running RR task goes on while its vtime is lowest;
  * then other LLCs' URGENT and RR (stealing). Enqueue and dispatch touch
- * the LLC's queues only, except stealing when a CPU would go idle.
+ * the LLC's queues only, except stealing when a CPU would go idle. Busy
+ * LLCs balance through their housekeeping timers: an LLC with two fewer
+ * RR tasks waiting than another (scaled to equal CPU counts) pulls one
+ * task per timer run.
  *
  * Starvation guard (guard.bpf.h). Each LLC has a housekeeping timer that
  * runs every guard/4 (2..20 ms). It moves every RR task that has waited
@@ -152,6 +155,8 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 	WRITE_ONCE(lctx->next_timer_ns, 0);
 	rel = release_due(llc, &cfg, now);
 	guard_scan(llc, &cfg, now);
+	if (nr_llcs > 1)
+		pull_rr_work(llc, &cfg);
 	next = now + scan_interval(&cfg);
 	if (rel && rel < next)
 		next = rel;
@@ -370,7 +375,13 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	cctx->turn++;
 	cctx->curr_valid = true;
 	cctx->curr_class = tctx->class;
-	cctx->curr_preemptible = !is_pcpu_kthread(p);
+	/*
+	 * Neither a per-CPU kernel thread nor a turn the guard granted is
+	 * preempted by a queued task (the urgent queue itself takes turns at
+	 * ticks).
+	 */
+	cctx->curr_preemptible = !is_pcpu_kthread(p) && !tctx->urgent;
+	tctx->urgent = 0;
 	cctx->curr_deadline = tctx->vtime + vtime_cost(slice, tctx->weight);
 
 	arm_slice_timer(cctx, tctx, slice, llc);

@@ -230,4 +230,57 @@ static bool consume_remote(u32 kind, u32 llc)
 	return false;
 }
 
+/*
+ * Balance RR work between LLCs, from @llc's housekeeping timer: if another
+ * LLC has at least two more RR tasks waiting than @llc (scaled to equal
+ * CPU counts), pull one
+ * task (the last in its vtime order, one not restricted to some CPUs) into
+ * @llc's queue, at @llc's virtual clock. One task per timer run keeps the
+ * cost O(LLCs) per run and stops tasks from bouncing.
+ */
+static void pull_rr_work(u32 llc, const struct fq_config *cfg)
+{
+	u64 mine = scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc));
+	u32 my_cpus = llc_cpus(llc), i, from = llc;
+	u64 best = 0;
+	struct llc_ctx *lctx;
+	struct task_struct *p;
+
+	bpf_for(i, 0, nr_llcs) {
+		u64 theirs;
+
+		if (i == llc)
+			continue;
+		theirs = scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, i));
+		/* theirs / their_cpus >= (mine + 2) / my_cpus, no division */
+		if (theirs * my_cpus >= (mine + 2) * llc_cpus(i) &&
+		    theirs * my_cpus > best) {
+			best = theirs * my_cpus;
+			from = i;
+		}
+	}
+	if (from == llc)
+		return;
+	lctx = try_lookup_llc_ctx(llc);
+	if (!lctx)
+		return;
+
+	bpf_for_each(scx_dsq, p, dsq_id(DSQ_RR, from), SCX_DSQ_ITER_REV) {
+		struct task_ctx *tctx = try_lookup_task_ctx(p);
+		u64 vnow = READ_ONCE(lctx->vtime_now);
+
+		if (!tctx || p->nr_cpus_allowed < scx_bpf_nr_cpu_ids())
+			continue;
+		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, vnow);
+		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p,
+					   dsq_id(DSQ_RR, llc), 0)) {
+			WRITE_ONCE(tctx->llc, llc);
+			WRITE_ONCE(tctx->vtime, vnow);
+			stat_inc(CNT_LLC_PULL);
+			kick_idle_cpu(p);
+		}
+		break;
+	}
+}
+
 #endif /* __FAIRQUOTA_QUEUES_BPF_H */

@@ -99,7 +99,8 @@ struct task_ctx {
 	u8 fifo_head;		/* FIFO task preempted while running */
 	u8 to_tail;		/* yielded: next enqueue goes to the tail */
 	u8 parked;		/* waiting on a THROTTLED DSQ */
-	u8 __pad[4];
+	u8 urgent;		/* moved to URGENT; its turn is not preempted */
+	u8 __pad[3];
 	s32 rr_cpu;		/* CPU whose nr_rr_waiting counts it, or -1 */
 	u32 __pad2;
 };

@@ -50,6 +50,11 @@ pub const COUNTERS: [(u32, &str, &str); bpf_intf::counter_idx_NR_COUNTERS as usi
         "enq_last",
         "last tasks of a CPU re-queued with a follow-up kick",
     ),
+    (
+        bpf_intf::counter_idx_CNT_LLC_PULL,
+        "llc_pull",
+        "RR tasks moved to a less loaded LLC",
+    ),
 ];
 
 /// Global counters, summed over CPUs.
