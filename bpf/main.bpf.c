@@ -137,6 +137,7 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 	u64 slice = task_slice(pctx, cfg, cpu, llc);
 
 	scx_bpf_task_set_slice(prev, slice);
+	turn_begin(pctx, bpf_ktime_get_ns());
 	if (cctx)
 		arm_slice_timer(cctx, pctx, slice, llc);
 }
@@ -298,7 +299,7 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 
 	/* An RR task whose turn it still is (lowest vtime) goes on. */
 	if (keep && pctx->class == CLASS_RR && !pctx->to_tail &&
-	    rr_keep_prev(pctx, llc)) {
+	    rr_keep_prev(pctx, llc, bpf_ktime_get_ns())) {
 		keep_running(prev, pctx, &cfg, cpu, llc);
 		return;
 	}
@@ -360,6 +361,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	 */
 	slice = task_slice(tctx, &cfg, cpu, llc);
 	scx_bpf_task_set_slice(p, slice);
+	turn_begin(tctx, now);
 
 	if (tctx->class == CLASS_FIFO) {
 		stat_inc(CNT_FIFO_DISPATCH);

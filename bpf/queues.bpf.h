@@ -197,17 +197,37 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 	kick_idle_cpu(p);
 }
 
-/* Return true if RR task @prev may keep its CPU for another slice. */
-static bool rr_keep_prev(struct task_ctx *pctx, u32 llc)
+/*
+ * Return true if RR task @prev may keep its CPU for another slice: its
+ * vtime is still the lowest. The kernel brings a running task's runtime up
+ * to date only at ticks, so a slice that the slice timer ended between two
+ * ticks is not charged yet: its vtime is taken to be at least where the
+ * elapsed turn puts it.
+ */
+static bool rr_keep_prev(struct task_ctx *pctx, u32 llc, u64 now)
 {
+	u64 vtime = pctx->vtime, est;
 	struct task_struct *head;
 
+	if (pctx->turn_start_ns && now > pctx->turn_start_ns) {
+		est = pctx->turn_vtime +
+		      vtime_cost(now - pctx->turn_start_ns, pctx->weight);
+		if (est > vtime)
+			vtime = est;
+	}
 	bpf_for_each(scx_dsq, head, dsq_id(DSQ_RR, llc), 0) {
 		struct task_ctx *hctx = try_lookup_task_ctx(head);
 
-		return !hctx || pctx->vtime <= hctx->vtime;
+		return !hctx || vtime <= hctx->vtime;
 	}
 	return true;
+}
+
+/* A turn of @tctx starts now: remember where, for rr_keep_prev(). */
+static void turn_begin(struct task_ctx *tctx, u64 now)
+{
+	tctx->turn_start_ns = now;
+	tctx->turn_vtime = tctx->vtime;
 }
 
 /* Move the first task @kind queue of @llc can give this CPU. */

@@ -90,6 +90,8 @@ struct task_ctx {
 	u64 enq_at_ns;		/* when it was last queued (its wait's start) */
 	u64 runtime_ns;		/* total CPU time under this scheduler */
 	u64 release_at_ns;	/* while parked: when its bucket refills */
+	u64 turn_start_ns;	/* when its current turn started (running) */
+	u64 turn_vtime;		/* its vtime then */
 	struct bw_bucket bw;
 	u32 weight;		/* p->scx.weight (nice 0 = 100) */
 	s32 nice;
