@@ -20,8 +20,9 @@ static bool is_limited(const struct task_struct *p, const struct fq_config *cfg)
 /*
  * Refresh the cached class, nice, weight and quota applicability of @p and
  * bring its bucket up to date. Return true if @p is throttled. Called only
- * where the kernel holds @p's rq lock (ops callbacks on @p), so the bucket
- * has one writer at a time.
+ * from callbacks on @p that the kernel serializes (under @p's rq lock, or
+ * ops.select_cpu() while @p is being woken); the timers never write a
+ * bucket, so it has one writer at a time.
  */
 static bool refresh_task(const struct task_struct *p, struct task_ctx *tctx,
 			 const struct fq_config *cfg, u64 now)
@@ -139,16 +140,17 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
 
 	bpf_for_each(scx_dsq, p, dsq_id(DSQ_THROTTLED, llc), 0) {
 		struct task_ctx *tctx = try_lookup_task_ctx(p);
+		u32 class = task_class(p, cfg);
 		u64 at = 0;
 
-		if (tctx && cfg->quota_ns && task_class(p, cfg) == CLASS_RR)
+		if (tctx && cfg->quota_ns && class == CLASS_RR)
 			at = READ_ONCE(tctx->release_at_ns);
 		/* The queue is ordered by release time. */
 		if (at > now) {
 			next = at;
 			break;
 		}
-		if (tctx && task_class(p, cfg) == CLASS_FIFO) {
+		if (class == CLASS_FIFO) {
 			scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
 					 dsq_id(DSQ_FIFO, llc), 0);
 		} else {

@@ -131,13 +131,15 @@ static void arm_slice_timer(struct cpu_ctx *cctx, const struct task_ctx *tctx,
 
 /* Renew the slice of @prev, which goes on running on this CPU. */
 static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
-			 const struct fq_config *cfg, s32 cpu, u32 llc)
+			 const struct fq_config *cfg, s32 cpu, u64 now)
 {
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
+	u32 llc = llc_of(cpu);
 	u64 slice = task_slice(pctx, cfg, cpu, llc);
 
 	scx_bpf_task_set_slice(prev, slice);
-	turn_begin(pctx, bpf_ktime_get_ns());
+	turn_begin(pctx, now);
+	pctx->to_tail = false;	/* a yield with nothing else to run is over */
 	if (cctx)
 		arm_slice_timer(cctx, pctx, slice, llc);
 }
@@ -197,6 +199,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	u64 now = bpf_ktime_get_ns(), key;
 	struct fq_config cfg;
 	struct task_ctx *tctx;
+	bool head;
 
 	read_config(&cfg);
 
@@ -220,6 +223,13 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 
 	set_task_llc(tctx, llc);
 	/*
+	 * Only a FIFO task preempted while running (ops.stopping() set
+	 * fifo_head; a yield clears it) resumes at the head. Both marks are
+	 * consumed here, whatever happens to the task.
+	 */
+	head = tctx->fifo_head;
+	tctx->fifo_head = tctx->to_tail = false;
+	/*
 	 * A wait starts when the task becomes runnable; a requeue while it
 	 * waits (renice, affinity) does not restart its clock, so requeues
 	 * cannot starve it.
@@ -227,7 +237,6 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	if (!tctx->enq_at_ns)
 		tctx->enq_at_ns = now;
 	if (refresh_task(p, tctx, &cfg, now)) {
-		tctx->fifo_head = tctx->to_tail = false;
 		park(p, tctx, &cfg, now, enq_flags);
 		return;
 	}
@@ -240,7 +249,6 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	 * it is idle (the kick runs from irq_work after the switch).
 	 */
 	if (enq_flags & SCX_ENQ_LAST) {
-		tctx->fifo_head = tctx->to_tail = false;
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cfg.slice_ns, enq_flags);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		stat_inc(CNT_ENQ_LAST);
@@ -248,18 +256,16 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	if (tctx->class == CLASS_FIFO) {
-		/* Only a task preempted while running resumes first. */
-		if (tctx->fifo_head && !tctx->to_tail)
+		if (head)
 			enq_flags |= SCX_ENQ_HEAD;
-		tctx->fifo_head = tctx->to_tail = false;
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_FIFO, llc), cfg.slice_ns,
 				   enq_flags);
 		preempt_or_kick(p, tctx, &cfg, 0, enq_flags);
 		return;
 	}
 
-	tctx->fifo_head = tctx->to_tail = false;
-	rr_wait_begin(tctx, cpu);
+	if (cfg.slice_mode == SLICE_SPLIT)
+		rr_wait_begin(tctx, cpu);
 	key = rr_key(tctx, &cfg);
 	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg.slice_ns, key,
 				 enq_flags);
@@ -268,6 +274,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 
 void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 {
+	u64 now = bpf_ktime_get_ns();
 	struct task_ctx *pctx = NULL;
 	u32 llc = llc_of(cpu);
 	struct fq_config cfg;
@@ -277,8 +284,6 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
 		pctx = try_lookup_task_ctx(prev);
 	if (pctx) {
-		u64 now = bpf_ktime_get_ns();
-
 		/* Charge @prev so far before judging its quota. */
 		charge(prev, pctx, &cfg, now);
 		keep = !refresh_task(prev, pctx, &cfg, now);
@@ -290,7 +295,7 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 
 	/* A running FIFO task keeps its CPU unless it yielded. */
 	if (keep && pctx->class == CLASS_FIFO && !pctx->to_tail) {
-		keep_running(prev, pctx, &cfg, cpu, llc);
+		keep_running(prev, pctx, &cfg, cpu, now);
 		return;
 	}
 
@@ -299,8 +304,8 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 
 	/* An RR task whose turn it still is (lowest vtime) goes on. */
 	if (keep && pctx->class == CLASS_RR && !pctx->to_tail &&
-	    rr_keep_prev(pctx, llc, bpf_ktime_get_ns())) {
-		keep_running(prev, pctx, &cfg, cpu, llc);
+	    rr_keep_prev(pctx, llc, now)) {
+		keep_running(prev, pctx, &cfg, cpu, now);
 		return;
 	}
 
@@ -310,7 +315,7 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 
 	/* Nothing else can run here: @prev goes on if it may. */
 	if (keep)
-		keep_running(prev, pctx, &cfg, cpu, llc);
+		keep_running(prev, pctx, &cfg, cpu, now);
 }
 
 void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)

@@ -45,8 +45,10 @@ static u32 llc_cpus(u32 llc)
 
 /*
  * Count queued RR task @tctx as waiting for @cpu (the CPU it was assigned),
- * or stop counting it. The counts feed split slices; they are per CPU and
- * change only when an RR task is queued, dequeued or starts running.
+ * or stop counting it. The counts feed split slices only, so tasks are
+ * counted only in split mode (after a switch to split mode the counts
+ * start from the tasks queued since); they are per CPU and change when an
+ * RR task is queued, dequeued or starts running.
  */
 static void rr_wait_begin(struct task_ctx *tctx, s32 cpu)
 {

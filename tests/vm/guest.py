@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -182,33 +181,6 @@ def stop_herd(proc, path):
     return {int(k): v for k, v in json.loads(read(path, "{}") or "{}").items()}
 
 
-def stalls(pids, seconds, step=0.25):
-    """Sample the CPU time of `pids` for `seconds`; per pid, the longest
-    stretch of wall time in which it did not run (as far as samples taken
-    every `step` s can tell), and its share of one CPU."""
-    t0 = time.monotonic()
-    first = {p: cpu_ns(p) for p in pids}
-    last_val = dict(first)
-    last_change = {p: t0 for p in pids}
-    worst = {p: 0.0 for p in pids}
-    while True:
-        time.sleep(step)
-        now = time.monotonic()
-        for p in pids:
-            v = cpu_ns(p)
-            if v != last_val[p]:
-                worst[p] = max(worst[p], now - last_change[p])
-                last_val[p] = v
-                last_change[p] = now
-        if now - t0 >= seconds:
-            break
-    end = time.monotonic()
-    for p in pids:
-        worst[p] = max(worst[p], end - last_change[p])
-    wall = (end - t0) * 1e9
-    return worst, {p: (last_val[p] - first[p]) / wall for p in pids}
-
-
 def daemon_tasks_counts(stdout):
     """The `tasks=N` of every stats line, oldest first."""
     out = []
@@ -222,8 +194,8 @@ def daemon_tasks_counts(stdout):
 KTHREAD_PREFIXES = ("kworker/", "ksoftirqd/", "rcu_", "kcompactd", "kthreadd", "migration/")
 
 
-def run_cmd(args, **kw):
-    p = subprocess.run(args, capture_output=True, text=True, timeout=120, **kw)
+def run_cmd(args, timeout=120, **kw):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, **kw)
     return {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr}
 
 
@@ -395,6 +367,11 @@ def scenario_reconfig(out):
     time.sleep(1)
     (after,) = measure([hog.pid], 6)
     bad_set = run_cmd([BIN, "set", "--quota-us", "20000"])
+    # Two `set` calls at once, each changing another tunable: both apply.
+    both = [subprocess.Popen([BIN, "set", *a], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for a in (["--guard-ms", "250"], ["--slice-us", "4000"])]
+    both_rc = [p.wait(120) for p in both]
+    show_both = run_cmd([BIN, "show"])["stdout"]
     # renice to -5: the hog moves to the FIFO class and is no longer limited
     renice = run_cmd(["renice", "-n", "-5", "-p", str(hog.pid)])
     time.sleep(2)
@@ -409,6 +386,8 @@ def scenario_reconfig(out):
         "after_renice": fifo,
         "set": set_res,
         "bad_set": bad_set,
+        "concurrent_set_rc": both_rc,
+        "show_after_concurrent_set": show_both,
         "renice_rc": renice["rc"],
         "last_class": rows[-1]["class"] if rows else None,
         "rc": rc,
@@ -495,19 +474,6 @@ def scenario_exec_thread(out):
         "rr_classes": [rows[p.pid][-1]["class"] if rows[p.pid] else None for p in rr],
         "state_during": state, "rc": rc, "stderr": d.stderr()[-3000:],
     }
-
-
-def first_run_after(pids, since_ns, timeout):
-    """Poll until each pid's CPU time exceeds since_ns[pid]; the time
-    (monotonic) each first ran, or None."""
-    first = {p: None for p in pids}
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(v is None for v in first.values()):
-        for p in pids:
-            if first[p] is None and cpu_ns(p) > since_ns[p]:
-                first[p] = time.monotonic()
-        time.sleep(0.01)
-    return first
 
 
 def scenario_fifo_order(out):
@@ -631,7 +597,7 @@ def scenario_storm(out):
     d = Daemon(out, "storm", ["--stats-interval", "1", "--top", "1"])
     time.sleep(2.5)
     t0 = time.monotonic()
-    storm = run_cmd_long([STORM, "4000", "5000", "1000"], 900)
+    storm = run_cmd([STORM, "4000", "5000", "1000"], timeout=900)
     took = time.monotonic() - t0
     time.sleep(2.5)
     state = sched_state()
@@ -639,11 +605,6 @@ def scenario_storm(out):
     counts = daemon_tasks_counts(d.stdout())
     return {"storm": storm, "seconds": took, "tasks_counts": counts,
             "state_during": state, "rc": rc, "stderr": d.stderr()[-2000:]}
-
-
-def run_cmd_long(args, timeout):
-    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-    return {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr}
 
 
 def scenario_topology8(out):
