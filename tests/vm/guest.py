@@ -615,7 +615,7 @@ def scenario_topology8(out):
     d = Daemon(out, "topo-equal", [])
     res["topology_log"] = [l for l in d.stderr().splitlines() if "topology" in l]
     hogs = [spawn_hog(0) for _ in range(16)]
-    time.sleep(4)
+    time.sleep(10)  # let the LLC timers balance the hogs (one pull per run)
     res["equal_shares"] = measure([h.pid for h in hogs], 10)
     kill_all(hogs)
     pairs = []
