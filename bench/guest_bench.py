@@ -17,6 +17,8 @@ other in the same VM:
 Writes OUT/<label>.json.
 
 Usage: guest_bench.py OUT LABEL [BINARY]   (no BINARY = default scheduler)
+Env:   BENCH_PARTS  comma-separated subset of hackbench,cyclictest,sharing,reqresp
+       (quick experiments; the report needs all four)
 """
 import json
 import os
@@ -148,10 +150,10 @@ def main():
             f.write("1")
         sched = start_scheduler(binary, log)
     res = {"label": label, "ncpu": NCPU, "kernel": os.uname().release, "ops": None}
-    res["hackbench"] = hackbench()
-    res["cyclictest"] = cyclictest()
-    res["sharing"] = sharing(loops)
-    res["reqresp"] = reqresp()
+    runs = {"hackbench": hackbench, "cyclictest": cyclictest, "sharing": lambda: sharing(loops),
+            "reqresp": reqresp}
+    for part in os.environ.get("BENCH_PARTS", ",".join(runs)).split(","):
+        res[part] = runs[part]()
     if sched:
         res["bpf"] = bpf_costs()
         res["ops"] = open("/sys/kernel/sched_ext/root/ops").read().strip()

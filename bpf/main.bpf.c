@@ -117,7 +117,8 @@ static int slice_timerfn(void *map, int *key, struct bpf_timer *timer)
 /*
  * Arm this CPU's slice timer to end the turn @slice_ns from now: an RR turn
  * that others wait for, or that the quota cuts short, ends on time rather
- * than at the next tick.
+ * than at the next tick. A turn that starts with nothing queued ends at a
+ * tick (a timer per turn of a lone task costs more than it gives).
  */
 static void arm_slice_timer(struct cpu_ctx *cctx, const struct task_ctx *tctx,
 			    u64 slice, u32 llc)

@@ -20,7 +20,7 @@ pub const SLICE_MIN_US_MIN: u64 = 10;
 pub const GUARD_MS_MIN: u64 = 10;
 pub const GUARD_MS_MAX: u64 = 1_000;
 
-pub const DEFAULT_SLICE_US: u64 = 5_000;
+pub const DEFAULT_SLICE_US: u64 = 3_000;
 pub const DEFAULT_SLICE_MIN_US: u64 = 500;
 pub const DEFAULT_PERIOD_US: u64 = 100_000;
 pub const DEFAULT_GUARD_MS: u64 = 100;
