@@ -1,40 +1,44 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Bandwidth: charging CPU time to a task's bucket (bucket.h), parking a
- * throttled task on its LLC's THROTTLED queue and releasing it when its
- * bucket refills. Included by main.bpf.c only.
+ * Bandwidth: charging CPU time to a task's bucket (bucket.h) and its
+ * limited cgroups' (cgroups.bpf.h), parking a throttled task on its LLC's
+ * THROTTLED queue and releasing it when its buckets refill. Included by main.bpf.c only.
  *
  * Copyright (c) 2026 The scx_fairquota authors
  */
 #ifndef __FAIRQUOTA_BANDWIDTH_BPF_H
 #define __FAIRQUOTA_BANDWIDTH_BPF_H
 
-/* Return true if the quota applies to @p right now. */
-static bool is_limited(const struct task_struct *p, const struct fq_config *cfg)
+/* Return true if @p is never limited: kernel threads, exiting tasks, us. */
+static bool is_exempt(const struct task_struct *p)
 {
-	return cfg->quota_ns && task_class(p, cfg) == CLASS_RR &&
-	       !(p->flags & (PF_KTHREAD | PF_EXITING)) &&
-	       p->tgid != daemon_tgid;
+	return (p->flags & (PF_KTHREAD | PF_EXITING)) || p->tgid == daemon_tgid;
 }
 
 /*
- * Refresh the cached class, nice, weight and quota applicability of @p and
- * bring its bucket up to date. Return true if @p is throttled. Called only
- * from callbacks on @p that the kernel serializes (under @p's rq lock, or
- * ops.select_cpu() while @p is being woken); the timers never write a
- * bucket, so it has one writer at a time.
+ * Refresh the cached class, nice, weight and limits of @p (its own quota
+ * applies to RR tasks; its cgroups' limits to every task of the group)
+ * and bring its bucket up to date. Return true if @p is throttled, by its
+ * own quota or a cgroup's. Called only from callbacks on @p that the
+ * kernel serializes (under @p's rq lock, or ops.select_cpu() while @p is
+ * being woken); the timers never write a bucket, so a task's bucket has
+ * one writer at a time (a cgroup's has its lock).
  */
 static bool refresh_task(const struct task_struct *p, struct task_ctx *tctx,
 			 const struct fq_config *cfg, u64 now)
 {
+	bool exempt = is_exempt(p), own = false;
+
 	tctx->class = task_class(p, cfg);
 	tctx->nice = task_nice(p);
 	tctx->weight = p->scx.weight;
-	tctx->limited = is_limited(p, cfg);
-	if (!tctx->limited)
-		return false;
-	bw_refill(&tctx->bw, now, cfg->quota_ns, cfg->period_ns);
-	return bw_throttled(&tctx->bw);
+	tctx->limited = cfg->quota_ns && tctx->class == CLASS_RR && !exempt;
+	cg_refresh(p, tctx, cfg, exempt);
+	if (tctx->limited) {
+		bw_refill(&tctx->bw, now, cfg->quota_ns, cfg->period_ns);
+		own = bw_throttled(&tctx->bw);
+	}
+	return own || (tctx->nr_cg && cg_throttled_until(tctx, now));
 }
 
 /*
@@ -59,6 +63,22 @@ static void charge(const struct task_struct *p, struct task_ctx *tctx,
 	    bw_charge_span(&tctx->bw, now - delta, now, cfg->quota_ns,
 			   cfg->period_ns))
 		stat_inc(CNT_THROTTLE);
+	if (tctx->nr_cg && cg_charge(tctx, now, delta))
+		stat_inc(CNT_CG_THROTTLE);
+}
+
+/* When @tctx, throttled now, may run again: its own and its groups' release. */
+static u64 release_time(const struct task_ctx *tctx,
+			const struct fq_config *cfg, u64 now)
+{
+	u64 at = 0, cg;
+
+	if (tctx->limited && bw_throttled(&tctx->bw))
+		at = bw_release_at(&tctx->bw, cfg->quota_ns, cfg->period_ns);
+	cg = tctx->nr_cg ? cg_throttled_until(tctx, now) : 0;
+	if (cg > at)
+		at = cg;
+	return at ?: now;
 }
 
 /*
@@ -100,7 +120,7 @@ static void llc_timer_arm(struct llc_ctx *lctx, u64 when)
 static void park(struct task_struct *p, struct task_ctx *tctx,
 		 const struct fq_config *cfg, u64 now, u64 enq_flags)
 {
-	u64 release = bw_release_at(&tctx->bw, cfg->quota_ns, cfg->period_ns);
+	u64 release = release_time(tctx, cfg, now);
 	struct llc_ctx *lctx = try_lookup_llc_ctx(tctx->llc);
 
 	bw_park(&tctx->bw, now);
@@ -128,7 +148,8 @@ static void unpark(struct task_ctx *tctx, u64 now)
 
 /*
  * Release timer work for @llc: move every parked task whose release time
- * has come (all of them if the quota was lifted) to its class queue.
+ * has come to its class queue; one whose cgroup was throttled again
+ * meanwhile (its other tasks ran on) stays until the group's new release.
  * Return the earliest release still pending (0 if none). Runs in a timer,
  * without the tasks' rq locks, so it only reads their contexts (a parked
  * task's wait clock already starts at its release time, see park()).
@@ -136,19 +157,30 @@ static void unpark(struct task_ctx *tctx, u64 now)
 static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
 {
 	struct task_struct *p;
-	u64 next = 0;
+	u64 next = 0, cg;
 
 	bpf_for_each(scx_dsq, p, dsq_id(DSQ_THROTTLED, llc), 0) {
 		struct task_ctx *tctx = try_lookup_task_ctx(p);
 		u32 class = task_class(p, cfg);
 		u64 at = 0;
 
-		if (tctx && cfg->quota_ns && class == CLASS_RR)
+		if (tctx)
 			at = READ_ONCE(tctx->release_at_ns);
+		/* A lifted quota releases at once (cgroups: checked below). */
+		if (tctx && !(cfg->quota_ns && class == CLASS_RR) &&
+		    !READ_ONCE(tctx->nr_cg))
+			at = 0;
 		/* The queue is ordered by release time. */
 		if (at > now) {
-			next = at;
+			if (!next || at < next)
+				next = at;
 			break;
+		}
+		cg = tctx && cfg->nr_cgroups ? cg_throttled_until(tctx, now) : 0;
+		if (cg) {
+			if (!next || cg < next)
+				next = cg;
+			continue;
 		}
 		if (class == CLASS_FIFO) {
 			scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,

@@ -18,8 +18,14 @@
 
 #include "intf.h"
 
+/*
+ * Always inlined: a group's bucket is updated under a bpf_spin_lock, and
+ * the verifier allows no function calls while a lock is held.
+ */
+#define BW_FN static inline __attribute__((always_inline))
+
 /* Most debt a bucket may carry: a quota per period of MAX_THROTTLE_NS. */
-static inline s64 bw_max_debt(u64 quota_ns, u64 period_ns)
+BW_FN s64 bw_max_debt(u64 quota_ns, u64 period_ns)
 {
 	u64 periods = MAX_THROTTLE_NS / period_ns;
 
@@ -29,7 +35,7 @@ static inline s64 bw_max_debt(u64 quota_ns, u64 period_ns)
 }
 
 /* Bring @b up to the period containing @now, adding quota per period. */
-static inline void bw_refill(struct bw_bucket *b, u64 now, u64 quota_ns,
+BW_FN void bw_refill(struct bw_bucket *b, u64 now, u64 quota_ns,
 			     u64 period_ns)
 {
 	u64 n, deficit;
@@ -56,7 +62,7 @@ static inline void bw_refill(struct bw_bucket *b, u64 now, u64 quota_ns,
  * Charge @delta_ns of runtime. Return true if this charge emptied the
  * bucket (a throttle event).
  */
-static inline int bw_charge(struct bw_bucket *b, u64 delta_ns, u64 quota_ns,
+BW_FN int bw_charge(struct bw_bucket *b, u64 delta_ns, u64 quota_ns,
 			    u64 period_ns)
 {
 	s64 floor = -bw_max_debt(quota_ns, period_ns);
@@ -87,7 +93,7 @@ static inline int bw_charge(struct bw_bucket *b, u64 delta_ns, u64 quota_ns,
  * emulation) is charged to the current period, never dropped: every
  * nanosecond of runtime is paid for once. Return true if the bucket ran dry.
  */
-static inline int bw_charge_span(struct bw_bucket *b, u64 start, u64 end,
+BW_FN int bw_charge_span(struct bw_bucket *b, u64 start, u64 end,
 				 u64 quota_ns, u64 period_ns)
 {
 	u64 boundary, early = 0;
@@ -109,13 +115,13 @@ static inline int bw_charge_span(struct bw_bucket *b, u64 start, u64 end,
 	return bw_charge(b, end - boundary, quota_ns, period_ns) || dry;
 }
 
-static inline int bw_throttled(const struct bw_bucket *b)
+BW_FN int bw_throttled(const struct bw_bucket *b)
 {
 	return b->tokens_ns <= 0;
 }
 
 /* First period start at which a throttled bucket has tokens again. */
-static inline u64 bw_release_at(const struct bw_bucket *b, u64 quota_ns,
+BW_FN u64 bw_release_at(const struct bw_bucket *b, u64 quota_ns,
 				u64 period_ns)
 {
 	u64 k = 1;
@@ -126,14 +132,14 @@ static inline u64 bw_release_at(const struct bw_bucket *b, u64 quota_ns,
 }
 
 /* Mark @b parked at @now (throttled and waiting). */
-static inline void bw_park(struct bw_bucket *b, u64 now)
+BW_FN void bw_park(struct bw_bucket *b, u64 now)
 {
 	if (!b->parked_at_ns)
 		b->parked_at_ns = now;
 }
 
 /* End a parked stretch at @now and account the throttled time. */
-static inline void bw_unpark(struct bw_bucket *b, u64 now)
+BW_FN void bw_unpark(struct bw_bucket *b, u64 now)
 {
 	if (b->parked_at_ns && now > b->parked_at_ns)
 		b->throttled_ns += now - b->parked_at_ns;

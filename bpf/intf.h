@@ -48,6 +48,13 @@ enum consts {
 	 * slow moments never eject us needlessly.
 	 */
 	WATCHDOG_TIMEOUT_MS	= 30000,
+
+	/* Most cgroups with a limit (checked by the daemon, a clear error). */
+	MAX_LIMITED_CGROUPS	= 4096,
+	/* Most limited cgroups on one task's path (innermost first). */
+	MAX_TASK_CGROUPS	= 4,
+	/* Deepest cgroup level searched for limits. */
+	MAX_CGROUP_DEPTH	= 32,
 };
 
 /*
@@ -90,7 +97,11 @@ struct fq_config {
 	u64 guard_ns;		/* starvation guard: max RR wait */
 	s32 fifo_below_nice;	/* nice < this => FIFO class */
 	u32 slice_mode;		/* enum slice_mode */
+	u64 cg_gen;		/* bumped whenever cgroup_limits changes */
+	u32 nr_cgroups;		/* entries in cgroup_limits (0: skip cgroups) */
+	u32 __pad;
 };
+
 
 /* Global event counters (per-CPU, summed by the daemon). */
 enum counter_idx {
@@ -103,6 +114,7 @@ enum counter_idx {
 	CNT_SLICE_TIMER,	/* a slice ended between ticks (timer) */
 	CNT_ENQ_LAST,		/* the last task of a CPU re-queued and kicked */
 	CNT_LLC_PULL,		/* an RR task moved to a less loaded LLC */
+	CNT_CG_THROTTLE,	/* a limited cgroup ran out of quota */
 	NR_COUNTERS,
 };
 
@@ -124,6 +136,24 @@ struct bw_bucket {
 	u64 nr_throttled;	/* times the bucket ran dry */
 	u64 throttled_ns;	/* total time spent parked while throttled */
 	u64 parked_at_ns;	/* when the task was parked, 0 = not parked */
+};
+
+/*
+ * A cgroup's limit, the value of the "cgroup_limits" map (key: the cgroup
+ * id, the inode number of its directory in cgroup2fs). Written by the
+ * daemon; after a change it bumps fq_config.cg_gen so that tasks look
+ * again at which limits apply to them.
+ */
+struct cg_limit {
+	u64 quota_ns;		/* runtime per period for the whole group */
+	u64 period_ns;
+};
+
+/* A limited cgroup's usage, as the daemon reads it from "cgroup_states". */
+struct cg_usage {
+	struct bw_bucket bw;	/* the group's shared bucket */
+	u64 usage_ns;		/* CPU time of its tasks under this scheduler */
+	u64 throttled_until_ns;	/* throttled until then (0: not throttled) */
 };
 
 /* One task as the "dump_tasks" iterator writes it for the daemon. */

@@ -52,9 +52,10 @@
  * parks even the last runnable task of a CPU. The LLC's timer releases
  * due tasks (it is armed for the earliest release through a
  * compare-and-swap, so no deadline is lost); the timer only reads the
- * buckets. A later per-cgroup limit reuses the same bucket and queues:
- * a group's parked tasks go on a per-group THROTTLED queue released in
- * one move.
+ * buckets. Cgroup limits (cgroups.bpf.h) reuse the same bucket, charge
+ * points and queues: every limited cgroup on a task's path has a shared
+ * bucket under its own lock, and a task is throttled when its own quota
+ * or any of them is used up.
  *
  * State (state.bpf.h). Task state is in task local storage (no pid keys:
  * exec from any thread and pid reuse cannot mix tasks; no entry limit).
@@ -96,6 +97,7 @@ const volatile bool test_verifier_reject;
 const volatile bool test_init_fail;
 
 #include "state.bpf.h"
+#include "cgroups.bpf.h"
 #include "queues.bpf.h"
 #include "bandwidth.bpf.h"
 #include "guard.bpf.h"
@@ -124,7 +126,8 @@ static void arm_slice_timer(struct cpu_ctx *cctx, const struct task_ctx *tctx,
 			    u64 slice, u32 llc)
 {
 	if (tctx->class != CLASS_RR ||
-	    (!tctx->limited && !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc))))
+	    (!tctx->limited && !tctx->nr_cg &&
+	     !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc))))
 		return;
 	cctx->timer_turn = cctx->turn;
 	bpf_timer_start(&cctx->slice_timer, slice, BPF_F_TIMER_CPU_PIN);
@@ -335,7 +338,8 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}
-	if (tctx->class == CLASS_RR && refresh_task(p, tctx, &cfg, now))
+	if ((tctx->class == CLASS_RR || tctx->nr_cg) &&
+	    refresh_task(p, tctx, &cfg, now))
 		scx_bpf_task_set_slice(p, 0);
 }
 

@@ -89,7 +89,7 @@ static u64 rr_waiting(s32 cpu, u32 llc)
 /*
  * RR slice of @tctx on @cpu of @llc: fixed, or in split mode divided by
  * the RR tasks waiting for this CPU plus one; never more than its
- * remaining quota.
+ * remaining quota or its limited cgroups' tokens.
  */
 static u64 rr_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
 		    s32 cpu, u32 llc)
@@ -104,6 +104,12 @@ static u64 rr_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
 	if (tctx->limited && tctx->bw.tokens_ns > 0 &&
 	    (u64)tctx->bw.tokens_ns < slice)
 		slice = tctx->bw.tokens_ns;
+	if (tctx->nr_cg) {
+		s64 t = cg_tokens(tctx);
+
+		if (t > 0 && (u64)t < slice)
+			slice = t;
+	}
 	return slice;
 }
 

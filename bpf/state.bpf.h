@@ -93,6 +93,10 @@ struct task_ctx {
 	u64 turn_start_ns;	/* when its current turn started (running) */
 	u64 turn_vtime;		/* its vtime then */
 	struct bw_bucket bw;
+	u64 cg_leaf;		/* id of its cgroup when cg_ids was found */
+	u64 cg_gen;		/* fq_config.cg_gen cg_ids is valid for */
+	u64 cg_ids[MAX_TASK_CGROUPS];	/* limited cgroups on its path */
+	u32 nr_cg;		/* entries in cg_ids */
 	u32 weight;		/* p->scx.weight (nice 0 = 100) */
 	s32 nice;
 	u32 class;		/* enum task_class */
@@ -104,7 +108,6 @@ struct task_ctx {
 	u8 urgent;		/* moved to URGENT; its turn is not preempted */
 	u8 __pad[3];
 	s32 rr_cpu;		/* CPU whose nr_rr_waiting counts it, or -1 */
-	u32 __pad2;
 };
 
 struct {

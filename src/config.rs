@@ -55,6 +55,10 @@ pub struct Tunables {
     pub quota_us: Option<u64>,
     pub guard_ms: u64,
     pub fifo_below_nice: i32,
+    /// Generation of the `cgroup_limits` map (bumped on every change) and
+    /// its number of entries; not options, carried for the BPF side.
+    pub cgroup_gen: u64,
+    pub nr_cgroups: u32,
 }
 
 impl Default for Tunables {
@@ -67,6 +71,8 @@ impl Default for Tunables {
             quota_us: None,
             guard_ms: DEFAULT_GUARD_MS,
             fifo_below_nice: DEFAULT_FIFO_BELOW_NICE,
+            cgroup_gen: 0,
+            nr_cgroups: 0,
         }
     }
 }
@@ -141,6 +147,8 @@ impl Tunables {
             },
             guard_ms: u.guard_ms.unwrap_or(self.guard_ms),
             fifo_below_nice: u.fifo_below_nice.unwrap_or(self.fifo_below_nice),
+            cgroup_gen: self.cgroup_gen,
+            nr_cgroups: self.nr_cgroups,
         }
     }
 
@@ -158,6 +166,9 @@ impl Tunables {
                 SliceMode::Fixed => bpf_intf::slice_mode_SLICE_FIXED,
                 SliceMode::Split => bpf_intf::slice_mode_SLICE_SPLIT,
             },
+            cg_gen: self.cgroup_gen,
+            nr_cgroups: self.nr_cgroups,
+            __pad: 0,
         }
     }
 
@@ -176,6 +187,8 @@ impl Tunables {
             quota_us: (c.quota_ns != 0).then_some(c.quota_ns / ns),
             guard_ms: c.guard_ns / ns / 1000,
             fifo_below_nice: c.fifo_below_nice,
+            cgroup_gen: c.cg_gen,
+            nr_cgroups: c.nr_cgroups,
         }
     }
 }
@@ -307,6 +320,8 @@ mod tests {
             quota_us: Some(2000),
             guard_ms: 50,
             fifo_below_nice: -2,
+            cgroup_gen: 7,
+            nr_cgroups: 3,
         };
         let c = t.to_bpf();
         assert_eq!(c.slice_ns, 3_000_000);

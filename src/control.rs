@@ -14,12 +14,16 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use log::warn;
 
 use crate::bpf_intf;
+use crate::cgroups::{self, CgroupArg};
 use crate::config::{self, Tunables, Update};
 use crate::sysfs;
 
 pub const PIN_DIR: &str = "/sys/fs/bpf/scx_fairquota";
 pub const PIN_SLOTS: &str = "/sys/fs/bpf/scx_fairquota/config_slots";
 pub const PIN_SEQ: &str = "/sys/fs/bpf/scx_fairquota/config_seq";
+pub const PIN_CG_LIMITS: &str = "/sys/fs/bpf/scx_fairquota/cgroup_limits";
+pub const PIN_CG_STATES: &str = "/sys/fs/bpf/scx_fairquota/cgroup_states";
+const PINS: [&str; 4] = [PIN_SLOTS, PIN_SEQ, PIN_CG_LIMITS, PIN_CG_STATES];
 const LOCK_DIR: &str = "/run/scx_fairquota";
 const LOCK_FILE: &str = "/run/scx_fairquota/config.lock";
 const BPF_FS_MAGIC: i64 = 0xcafe4a11;
@@ -137,27 +141,28 @@ impl ConfigLock {
     }
 }
 
-/// Pin the daemon's config maps where `set` finds them, replacing stale
-/// pins left by an instance that did not exit cleanly.
-pub fn pin_config(slots: &libbpf_rs::MapMut, seq: &libbpf_rs::MapMut) -> Result<()> {
+/// Pin the daemon's maps that `set` changes where it finds them,
+/// replacing stale pins left by an instance that did not exit cleanly.
+pub fn pin_maps(maps: &[(&libbpf_rs::MapMut, &str)]) -> Result<()> {
     ensure_bpffs()?;
     fs::create_dir_all(PIN_DIR).with_context(|| format!("creating {PIN_DIR}"))?;
-    for (map, path) in [(slots, PIN_SLOTS), (seq, PIN_SEQ)] {
+    for (map, path) in maps {
         if Path::new(path).exists() {
             warn!("removing a stale {path} left by an earlier instance");
             fs::remove_file(path).with_context(|| format!("removing stale {path}"))?;
         }
-        MapHandle::try_from(map)
+        MapHandle::try_from(*map)
             .and_then(|mut h| h.pin(path))
-            .with_context(|| format!("pinning a config map at {path}"))?;
+            .with_context(|| format!("pinning a map at {path}"))?;
     }
     Ok(())
 }
 
 /// Remove the pins (the maps themselves live as long as the scheduler).
-pub fn unpin_config() {
-    let _ = fs::remove_file(PIN_SLOTS);
-    let _ = fs::remove_file(PIN_SEQ);
+pub fn unpin_maps() {
+    for p in PINS {
+        let _ = fs::remove_file(p);
+    }
     let _ = fs::remove_dir(PIN_DIR);
 }
 
@@ -186,17 +191,42 @@ fn open_running() -> Result<(MapHandle, MapHandle)> {
     Ok(maps)
 }
 
-/// `scx_fairquota set`: apply `u` to the running instance.
-pub fn set(u: &Update) -> Result<()> {
+/// `scx_fairquota set`: apply `u` and the cgroup limits `cgs` to the
+/// running instance.
+pub fn set(u: &Update, cgs: &[CgroupArg]) -> Result<()> {
     let (slots, seq) = open_running()?;
     let maps = ConfigMaps {
         slots: &slots,
         seq: &seq,
     };
     let _lock = ConfigLock::take()?;
-    let new = maps.read()?.apply(u);
+    let mut new = maps.read()?.apply(u);
     new.validate()
         .map_err(|m| anyhow::Error::new(InvalidUpdate(m)))?;
+    if !cgs.is_empty() {
+        let open = |p: &str| MapHandle::from_pinned_path(p).with_context(|| format!("opening {p}"));
+        let (limits, states) = (open(PIN_CG_LIMITS)?, open(PIN_CG_STATES)?);
+        for a in cgs {
+            let id = cgroups::cgroup_id(&cgroups::cgroup_dir(&a.path))?;
+            match a.limit {
+                Some((quota_us, period_us)) => {
+                    let l = cgroups::Limited {
+                        path: a.path.clone(),
+                        quota_us,
+                        period_us,
+                    };
+                    cgroups::write_limit(&limits, id, &l)?;
+                    println!("scx_fairquota: cgroup limit: {l}");
+                }
+                None => {
+                    cgroups::remove(&limits, &states, id);
+                    println!("scx_fairquota: cgroup {}: no limit", a.path);
+                }
+            }
+        }
+        new.nr_cgroups = cgroups::read_limits(&limits).len() as u32;
+        new.cgroup_gen += 1;
+    }
     maps.write(&new)?;
     println!("scx_fairquota: updated: {new}");
     Ok(())

@@ -6,6 +6,7 @@
 mod bpf_skel;
 pub use bpf_skel::*;
 pub mod bpf_intf;
+mod cgroups;
 mod config;
 mod control;
 mod libbpf_log;
@@ -99,6 +100,13 @@ struct RunOpts {
           value_parser = value_parser!(u64).range(config::GUARD_MS_MIN..=config::GUARD_MS_MAX))]
     guard_ms: u64,
 
+    /// Limit a cgroup v2 group and its descendants together to QUOTA us of
+    /// CPU time per PERIOD us across all CPUs, like its cpu.max
+    /// (PATH=QUOTA/PERIOD, PATH absolute or relative to /sys/fs/cgroup;
+    /// a quota above the period is more than one CPU). Repeatable.
+    #[arg(long = "cgroup", value_name = "PATH=QUOTA/PERIOD")]
+    cgroups: Vec<cgroups::CgroupArg>,
+
     /// Print statistics every this many seconds (0 = off).
     #[arg(long, default_value_t = 1.0, value_parser = parse_interval)]
     stats_interval: f64,
@@ -153,6 +161,10 @@ struct SetOpts {
     /// New starvation guard in milliseconds.
     #[arg(long, value_parser = value_parser!(u64).range(config::GUARD_MS_MIN..=config::GUARD_MS_MAX))]
     guard_ms: Option<u64>,
+    /// Limit a cgroup (PATH=QUOTA/PERIOD) or lift its limit (PATH=max).
+    /// Repeatable.
+    #[arg(long = "cgroup", value_name = "PATH=QUOTA/PERIOD|PATH=max")]
+    cgroups: Vec<cgroups::CgroupArg>,
 }
 
 fn parse_interval(s: &str) -> Result<f64, String> {
@@ -175,6 +187,7 @@ impl RunOpts {
             quota_us: self.quota_us,
             guard_ms: self.guard_ms,
             fifo_below_nice: self.fifo_below_nice,
+            ..Default::default()
         }
     }
 }
@@ -213,6 +226,7 @@ fn run(opts: &RunOpts) -> Result<ExitCode> {
     if let Err(msg) = opts.tunables().validate() {
         usage_error(&msg);
     }
+    let mut limits = cgroups::resolve(&opts.cgroups)?;
     preflight().map_err(|m| anyhow!(m))?;
     libbpf_log::init(opts.verbose);
 
@@ -226,9 +240,10 @@ fn run(opts: &RunOpts) -> Result<ExitCode> {
     let mut open_object = MaybeUninit::uninit();
     let mut tunables = opts.tunables();
     loop {
-        let mut sched = Scheduler::init(opts, tunables.clone(), &mut open_object)?;
+        let mut sched = Scheduler::init(opts, tunables.clone(), limits, &mut open_object)?;
         let end = sched.run(&shutdown)?;
         tunables = sched.tunables.clone();
+        limits = std::mem::take(&mut sched.cgroups);
         drop(sched);
         match end {
             RunEnd::Shutdown => return Ok(ExitCode::SUCCESS),
@@ -256,7 +271,7 @@ fn main() -> ExitCode {
 
     let res = match &opts.cmd {
         None => run(&opts.run),
-        Some(Cmd::Set(s)) => control::set(&s.update()).map(|()| ExitCode::SUCCESS),
+        Some(Cmd::Set(s)) => control::set(&s.update(), &s.cgroups).map(|()| ExitCode::SUCCESS),
         Some(Cmd::Show) => control::show().map(|()| ExitCode::SUCCESS),
     };
     match res {

@@ -7,7 +7,7 @@
 //! attach it, print statistics while it runs, detach and report why it
 //! ended.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,6 +18,7 @@ use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 
+use crate::cgroups::{self, Limited, Usage};
 use crate::config::{self, Tunables};
 use crate::stats::{self, TaskSample, Totals};
 use crate::{BpfSkel, BpfSkelBuilder};
@@ -29,6 +30,8 @@ pub struct Scheduler<'a> {
     task_iter: libbpf_rs::Link,
     opts: &'a RunOpts,
     pub tunables: Tunables,
+    /// Limited cgroups by id (from --cgroup and `set --cgroup`).
+    pub cgroups: BTreeMap<u64, Limited>,
     /// Stats read errors already reported (each kind once).
     stats_errors: HashSet<String>,
 }
@@ -44,7 +47,8 @@ pub enum RunEnd {
 impl<'a> Scheduler<'a> {
     pub fn init(
         opts: &'a RunOpts,
-        tunables: Tunables,
+        mut tunables: Tunables,
+        cgroups: BTreeMap<u64, Limited>,
         open_object: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
         info!(
@@ -93,11 +97,22 @@ impl<'a> Scheduler<'a> {
             .context("running the register_daemon BPF program")?;
 
         // Configure before attaching, so the first decision uses it.
+        for (id, l) in &cgroups {
+            cgroups::write_limit(&skel.maps.cgroup_limits, *id, l)?;
+            info!("cgroup limit: {l}");
+        }
+        tunables.nr_cgroups = cgroups.len() as u32;
+        tunables.cgroup_gen += 1;
         {
             let _lock = control::ConfigLock::take()?;
             config_maps(&skel).write(&tunables)?;
         }
-        control::pin_config(&skel.maps.config_slots, &skel.maps.config_seq)?;
+        control::pin_maps(&[
+            (&skel.maps.config_slots, control::PIN_SLOTS),
+            (&skel.maps.config_seq, control::PIN_SEQ),
+            (&skel.maps.cgroup_limits, control::PIN_CG_LIMITS),
+            (&skel.maps.cgroup_states, control::PIN_CG_STATES),
+        ])?;
 
         // The task iterator the statistics are read through.
         let task_iter = skel
@@ -112,6 +127,7 @@ impl<'a> Scheduler<'a> {
             task_iter,
             opts,
             tunables,
+            cgroups,
             stats_errors: HashSet::new(),
         };
 
@@ -180,6 +196,70 @@ impl<'a> Scheduler<'a> {
         }
     }
 
+    /// Follow the limited cgroups: limits added or removed with `set`,
+    /// and cgroups removed from the hierarchy (their limits are forgotten,
+    /// with one message each).
+    fn sync_cgroups(&mut self) {
+        let in_map = cgroups::read_limits(&self.skel.maps.cgroup_limits);
+        self.cgroups.retain(|id, _| in_map.contains_key(id));
+        for (id, (quota_us, period_us)) in &in_map {
+            let path = match self.cgroups.get(id) {
+                Some(l) => l.path.clone(),
+                None => cgroups::find_path(*id).unwrap_or_else(|| format!("(id {id})")),
+            };
+            self.cgroups.insert(
+                *id,
+                Limited {
+                    path,
+                    quota_us: *quota_us,
+                    period_us: *period_us,
+                },
+            );
+        }
+        let gone: Vec<u64> = self
+            .cgroups
+            .iter()
+            .filter(|(_, l)| !cgroups::cgroup_dir(&l.path).is_dir())
+            .map(|(id, _)| *id)
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        let Ok(_lock) = control::ConfigLock::take() else {
+            return;
+        };
+        for id in gone {
+            if let Some(l) = self.cgroups.remove(&id) {
+                info!("cgroup {} was removed; its limit is forgotten", l.path);
+            }
+            cgroups::remove(
+                &self.skel.maps.cgroup_limits,
+                &self.skel.maps.cgroup_states,
+                id,
+            );
+        }
+        let maps = config_maps(&self.skel);
+        if let Ok(mut t) = maps.read() {
+            t.cgroup_gen += 1;
+            t.nr_cgroups = self.cgroups.len() as u32;
+            if maps.write(&t).is_ok() {
+                self.tunables = t;
+            }
+        }
+    }
+
+    /// One line per limited cgroup, its share over `elapsed_ns` since `prev`.
+    fn print_cgroups(&self, prev: &mut HashMap<u64, Usage>, elapsed_ns: u64) {
+        let mut next = HashMap::new();
+        for (id, l) in &self.cgroups {
+            let now = cgroups::read_usage(&self.skel.maps.cgroup_states, *id);
+            let before = prev.get(id).copied().unwrap_or_default();
+            println!("{}", cgroups::format_row(l, &now, &before, elapsed_ns));
+            next.insert(*id, now);
+        }
+        *prev = next;
+    }
+
     fn print_stats(
         &mut self,
         start: Instant,
@@ -219,24 +299,33 @@ impl<'a> Scheduler<'a> {
         let mut last_stats = Instant::now();
         let mut prev_tasks: HashMap<i32, TaskSample> = HashMap::new();
         let mut prev_totals = Totals::default();
+        let mut prev_usage = HashMap::new();
+        let mut last_sync = Instant::now();
 
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             std::thread::sleep(Duration::from_millis(100));
             self.notice_config_change();
+            if last_sync.elapsed() >= Duration::from_secs(1) {
+                last_sync = Instant::now();
+                self.sync_cgroups();
+            }
             if interval.is_zero() || last_stats.elapsed() < interval {
                 continue;
             }
             let elapsed = last_stats.elapsed();
             last_stats = Instant::now();
             self.print_stats(start, elapsed, &mut prev_totals, &mut prev_tasks);
+            self.print_cgroups(&mut prev_usage, elapsed.as_nanos() as u64);
         }
 
         let requested = shutdown.load(Ordering::Relaxed);
         let final_totals = self.totals().unwrap_or_default();
+        self.sync_cgroups();
 
         // Detach; the kernel returns every task to its default scheduler.
         let _ = self.struct_ops.take();
         println!("[fairquota] final: {}", final_totals.format(None));
+        self.print_cgroups(&mut HashMap::new(), start.elapsed().as_nanos() as u64);
 
         match uei_report!(&self.skel, uei) {
             Err(e) => Err(e.context(
@@ -255,7 +344,7 @@ impl<'a> Scheduler<'a> {
 
 impl Drop for Scheduler<'_> {
     fn drop(&mut self) {
-        control::unpin_config();
+        control::unpin_maps();
         info!("unregistered {SCHEDULER_NAME}");
     }
 }

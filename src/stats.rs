@@ -55,6 +55,11 @@ pub const COUNTERS: [(u32, &str, &str); bpf_intf::counter_idx_NR_COUNTERS as usi
         "llc_pull",
         "RR tasks moved to a less loaded LLC",
     ),
+    (
+        bpf_intf::counter_idx_CNT_CG_THROTTLE,
+        "cg_throttles",
+        "times a limited cgroup ran out of quota",
+    ),
 ];
 
 /// Global counters, summed over CPUs.

@@ -28,6 +28,13 @@ def run(binary, *args):
         (["--fifo-below-nice", "-21"], "-21 is not in -20..=20"),
         (["--bogus"], "unexpected argument '--bogus'"),
         (["set", "--quota-us", "1000", "--no-quota"], "cannot be used with"),
+        (["--cgroup", "fq=2000"], "is not PATH=QUOTA/PERIOD"),
+        (["--cgroup", "fq=2000/x"], "is not PATH=QUOTA/PERIOD"),
+        (["--cgroup", "=2000/10000"], "is not PATH=QUOTA/PERIOD"),
+        (["--cgroup", "fq=999/10000"], "quota 999 us is too small: cpu.max's minimum is 1000 us"),
+        (["--cgroup", "fq=2000/999"], "period 999 us is out of range: cpu.max accepts 1000..=1000000"),
+        (["--cgroup", "fq=2000/2000000"], "period 2000000 us is out of range"),
+        (["set", "--cgroup", "fq=2000"], "is not PATH=QUOTA/PERIOD"),
     ],
 )
 def test_bad_flags_exit_2(binary, args, message):
@@ -54,9 +61,25 @@ def test_set_without_running_instance(binary):
     assert "no running scx_fairquota found" in r.stderr
 
 
+@pytest.mark.parametrize(
+    "arg, message",
+    [
+        ("fq-missing-group=2000/10000", "cgroup /sys/fs/cgroup/fq-missing-group: No such file or directory"),
+        ("/tmp=2000/10000", "/tmp is not in a cgroup v2 hierarchy"),
+        ("fq=max", "nothing to remove at start"),
+    ],
+)
+def test_bad_cgroup_is_refused_before_anything_loads(binary, arg, message):
+    r = run(binary, "--cgroup", arg)
+    print(r.stderr)
+    assert r.returncode == 1
+    assert message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, "one message, one line"
+
+
 def test_help_documents_the_options(binary):
     r = run(binary, "--help")
     assert r.returncode == 0
     for opt in ["--period-us", "--quota-us", "--slice-us", "--slice-mode", "--slice-min-us",
-                "--fifo-below-nice", "--guard-ms", "--stats-interval", "--top"]:
+                "--fifo-below-nice", "--guard-ms", "--stats-interval", "--top", "--cgroup"]:
         assert opt in r.stdout

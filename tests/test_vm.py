@@ -328,3 +328,38 @@ def test_eight_cpus_two_llcs(binary, tmp_path):
          all(abs(x - 0.20) <= 0.03 for x in q)),
         ("exit statuses", (r["rc_equal"], r["rc_quota"]), "(0, 0)", (r["rc_equal"], r["rc_quota"]) == (0, 0)),
     ])
+
+
+def test_cgroup_limits(binary, tmp_path):
+    r = run_scenario("cgroups", tmp_path)
+    s = r["shares"]
+    docker = "system.slice/docker-fq0123.scope"
+
+    def within(x, target, rel):
+        return abs(x - target) <= target * rel
+
+    rows = r["rows_fq_a"]
+    last = rows[-1] if rows else {}
+    checks = [
+        ("fq_a 2000/10000, 2 hogs: group share", pct(s["fq_a"]), "20% +- 1% rel", within(s["fq_a"], 0.20, 0.01)),
+        (f"{docker} 20000/100000", pct(s[docker]), "20% +- 1% rel", within(s[docker], 0.20, 0.01)),
+        ("hierarchy: fq_p 30%, children 50% each: the pair",
+         pct(s["fq_p/c1"] + s["fq_p/c2"]), "30% +- 1% rel", within(s["fq_p/c1"] + s["fq_p/c2"], 0.30, 0.01)),
+        ("hierarchy: the children split it evenly", f"{pct(s['fq_p/c1'])}/{pct(s['fq_p/c2'])}",
+         "15% +- 3 each", all(abs(x - 0.15) <= 0.03 for x in (s["fq_p/c1"], s["fq_p/c2"]))),
+        ("set --cgroup fq_a=5000/10000: exit status", r["set"]["rc"], "0", r["set"]["rc"] == 0),
+        ("fq_a after set", pct(r["fq_a_after_set"]), "50% +- 1% rel", within(r["fq_a_after_set"], 0.50, 0.01)),
+        ("limited cgroup removed: daemon says so",
+         "was removed; its limit is forgotten" in r["stderr"], "True",
+         "was removed; its limit is forgotten" in r["stderr"]),
+        ("state after the removal", r["state_after_rmdir"][0], "enabled", r["state_after_rmdir"][0] == "enabled"),
+        ("fq_a stats rows (cpu.stat fields)", len(rows), ">= 5",
+         len(rows) >= 5 and {"nr_periods", "nr_throttled", "throttled_usec", "usage_usec"} <= set(last)),
+        ("fq_a nr_throttled in the final summary", last.get("nr_throttled"), "> 0",
+         int(last.get("nr_throttled", 0)) > 0),
+        ("exit status", r["rc"], "0", r["rc"] == 0),
+        ("fq_b 150000/100000, 2 hogs on 2 vCPUs", f"{r['fq_b']:.3f} CPUs", "1.5 +- 1% rel",
+         within(r["fq_b"], 1.5, 0.01)),
+        ("exit status (fq_b)", r["rc_multi"], "0", r["rc_multi"] == 0),
+    ]
+    check_all(checks)

@@ -636,6 +636,84 @@ def scenario_topology8(out):
     return res
 
 
+CG = "/sys/fs/cgroup"
+
+
+def make_cgroup(rel):
+    path = os.path.join(CG, rel)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def move_to_cgroup(pid, rel):
+    with open(os.path.join(CG, rel, "cgroup.procs"), "w") as f:
+        f.write(str(pid))
+
+
+def group_share(groups, seconds):
+    """Share of one CPU each group of pids used together over `seconds`."""
+    pids = [p for g in groups for p in g]
+    shares = dict(zip(pids, measure(pids, seconds)))
+    return [sum(shares[p] for p in g) for g in groups]
+
+
+def cgroup_rows(stdout, path):
+    """The daemon's `cgroup PATH ...` stats lines for `path`, as dicts."""
+    rows = []
+    for line in stdout.splitlines():
+        f = line.split()
+        if len(f) > 2 and f[0] == "cgroup" and f[1] == path:
+            rows.append(dict(kv.split("=", 1) for kv in f[2:] if "=" in kv))
+    return rows
+
+
+def scenario_cgroups(out):
+    """Cgroup limits from --cgroup: shares of several groups at once (a
+    docker-like nested path, a hierarchy), a live change with `set`, a
+    limited cgroup removed while running; then a group above one CPU."""
+    docker = "system.slice/docker-fq0123.scope"
+    for rel in ["fq_a", docker, "fq_p/c1", "fq_p/c2", "fq_b"]:
+        make_cgroup(rel)
+    res = {}
+    d = Daemon(out, "cgroups", ["--cgroup", "fq_a=2000/10000", "--cgroup", f"{docker}=20000/100000",
+                                "--cgroup", "fq_p=3000/10000", "--cgroup", "fq_p/c1=5000/10000",
+                                "--cgroup", "/sys/fs/cgroup/fq_p/c2=5000/10000"])
+    groups = {"fq_a": [spawn_hog(0), spawn_hog(0)], docker: [spawn_hog(0)],
+              "fq_p/c1": [spawn_hog(0)], "fq_p/c2": [spawn_hog(0)]}
+    for rel, procs in groups.items():
+        for p in procs:
+            move_to_cgroup(p.pid, rel)
+    time.sleep(3)
+    names = list(groups)
+    shares = group_share([[p.pid for p in groups[n]] for n in names], 10)
+    res["shares"] = dict(zip(names, shares))
+    res["set"] = run_cmd([BIN, "set", "--cgroup", "fq_a=5000/10000"])
+    time.sleep(2)
+    res["fq_a_after_set"] = group_share([[p.pid for p in groups["fq_a"]]], 6)[0]
+    # Remove the docker-like group under load: its task leaves, the
+    # directory goes; the daemon forgets the limit and keeps running.
+    move_to_cgroup(groups[docker][0].pid, "")
+    os.rmdir(os.path.join(CG, docker))
+    time.sleep(3)
+    res["state_after_rmdir"] = sched_state()
+    procs = [p for g in groups.values() for p in g]
+    kill_all(procs)
+    res["rc"] = d.stop()
+    res["stdout"] = d.stdout()
+    res["stderr"] = d.stderr()
+    res["rows_fq_a"] = cgroup_rows(res["stdout"], "fq_a")
+
+    d = Daemon(out, "cgroups-multi", ["--cgroup", "fq_b=150000/100000"])
+    hogs = [spawn_hog(0), spawn_hog(0)]
+    for p in hogs:
+        move_to_cgroup(p.pid, "fq_b")
+    time.sleep(3)
+    res["fq_b"] = group_share([[p.pid for p in hogs]], 10)[0]
+    kill_all(hogs)
+    res["rc_multi"] = d.stop()
+    return res
+
+
 SCENARIOS = {
     "demo": scenario_demo,
     "attach": scenario_attach,
@@ -652,6 +730,7 @@ SCENARIOS = {
     "stress_smoke": scenario_stress_smoke,
     "storm": scenario_storm,
     "topology8": scenario_topology8,
+    "cgroups": scenario_cgroups,
 }
 
 

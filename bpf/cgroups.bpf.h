@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Cgroup limits: quota per period for a whole cgroup and its descendants,
+ * across all CPUs, like cgroup v2 cpu.max. Included by main.bpf.c only.
+ *
+ * The daemon writes each limited cgroup's quota/period into cgroup_limits
+ * (key: the cgroup id) and bumps fq_config.cg_gen. A task caches the ids
+ * of the limited cgroups on its path (innermost first, at most
+ * MAX_TASK_CGROUPS), found by walking its cgroup's ancestors once per
+ * cg_gen or when it moves to another cgroup. Each limited cgroup has one
+ * shared bucket (bucket.h) in cgroup_states, charged under the group's
+ * own bpf_spin_lock from the charge points of bandwidth.bpf.h: a task is
+ * throttled when its own quota or any limited cgroup on its path is used
+ * up (the hierarchy of sched-bwc.rst), and is parked on its LLC's
+ * THROTTLED queue like a task out of its own quota.
+ *
+ * Scaling. Only limited cgroups cost state (two hash entries each); a
+ * task of an unlimited cgroup costs one read of its cgroup id per
+ * refresh, and nothing when no cgroup is limited. Charging takes the
+ * lock of each limited group on the task's path, never a global one; the
+ * throttle check reads throttled_until_ns without the lock. A group's
+ * parked tasks all carry its release time, so the LLC timers release them
+ * when it comes, without a walk over any other task.
+ *
+ * Copyright (c) 2026 The scx_fairquota authors
+ */
+#ifndef __FAIRQUOTA_CGROUPS_BPF_H
+#define __FAIRQUOTA_CGROUPS_BPF_H
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_LIMITED_CGROUPS);
+	__type(key, u64);
+	__type(value, struct cg_limit);
+} cgroup_limits SEC(".maps");
+
+/* A limited cgroup's shared state; the lock guards the bucket. */
+struct cg_state {
+	struct bpf_spin_lock lock;
+	u32 __pad;
+	struct cg_usage u;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_LIMITED_CGROUPS);
+	__type(key, u64);
+	__type(value, struct cg_state);
+} cgroup_states SEC(".maps");
+
+/* Id of @p's cgroup in the cgroup v2 hierarchy. */
+static u64 task_cgroup_id(const struct task_struct *p)
+{
+	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+}
+
+/* The state of limited cgroup @id, created on first use. */
+static struct cg_state *cg_state_of(u64 id)
+{
+	struct cg_state *st = bpf_map_lookup_elem(&cgroup_states, &id);
+	struct cg_state zero = {};
+
+	if (st)
+		return st;
+	bpf_map_update_elem(&cgroup_states, &id, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&cgroup_states, &id);
+}
+
+/*
+ * Find the limited cgroups on @p's path, innermost first, and cache their
+ * ids in @tctx for configuration generation @gen.
+ */
+static void cg_resolve(const struct task_struct *p, struct task_ctx *tctx,
+		       u64 gen, u64 leaf)
+{
+	struct cgroup *cg = BPF_CORE_READ(p, cgroups, dfl_cgrp), *anc;
+	int level = BPF_CORE_READ(cg, level), i;
+	u32 n = 0;
+	u64 id;
+
+	tctx->cg_leaf = leaf;
+	tctx->cg_gen = gen;
+	bpf_for(i, 0, MAX_CGROUP_DEPTH) {
+		if (level - i < 1 || n >= MAX_TASK_CGROUPS)
+			break;
+		anc = NULL;
+		if (bpf_core_read(&anc, sizeof(anc), &cg->ancestors[level - i]) ||
+		    !anc)
+			break;
+		id = BPF_CORE_READ(anc, kn, id);
+		if (!bpf_map_lookup_elem(&cgroup_limits, &id) ||
+		    !cg_state_of(id))
+			continue;
+		tctx->cg_ids[n & (MAX_TASK_CGROUPS - 1)] = id;
+		n++;
+	}
+	tctx->nr_cg = n;
+}
+
+/*
+ * Bring @tctx's list of limited cgroups up to date (limits changed, or @p
+ * moved to another cgroup). A task exempt from limits has none.
+ */
+static void cg_refresh(const struct task_struct *p, struct task_ctx *tctx,
+		       const struct fq_config *cfg, bool exempt)
+{
+	u64 leaf;
+
+	if (!cfg->nr_cgroups || exempt) {
+		tctx->nr_cg = 0;
+		return;
+	}
+	leaf = task_cgroup_id(p);
+	if (leaf != tctx->cg_leaf || cfg->cg_gen != tctx->cg_gen)
+		cg_resolve(p, tctx, cfg->cg_gen, leaf);
+}
+
+/* Limited cgroup @i of @tctx's path (NULL if gone). */
+static struct cg_state *cg_nth(const struct task_ctx *tctx, u32 i)
+{
+	u64 id = tctx->cg_ids[i & (MAX_TASK_CGROUPS - 1)];
+
+	return bpf_map_lookup_elem(&cgroup_states, &id);
+}
+
+/*
+ * Latest time until which a limited cgroup on @tctx's path is throttled,
+ * if later than @now; else 0. Reads without the groups' locks (a group
+ * state that is a moment stale only shifts one decision).
+ */
+static u64 cg_throttled_until(const struct task_ctx *tctx, u64 now)
+{
+	struct cg_state *st;
+	u64 until = 0, t;
+	u32 i;
+
+	bpf_for(i, 0, MAX_TASK_CGROUPS) {
+		if (i >= tctx->nr_cg)
+			break;
+		st = cg_nth(tctx, i);
+		if (!st)
+			continue;
+		t = READ_ONCE(st->u.throttled_until_ns);
+		if (t > now && t > until)
+			until = t;
+	}
+	return until;
+}
+
+/* Fewest tokens left in a limited cgroup on @tctx's path (S64_MAX: none). */
+static s64 cg_tokens(const struct task_ctx *tctx)
+{
+	s64 tokens = 0x7fffffffffffffffLL, t;
+	struct cg_state *st;
+	u32 i;
+
+	bpf_for(i, 0, MAX_TASK_CGROUPS) {
+		if (i >= tctx->nr_cg)
+			break;
+		st = cg_nth(tctx, i);
+		if (!st)
+			continue;
+		t = READ_ONCE(st->u.bw.tokens_ns);
+		if (t < tokens)
+			tokens = t;
+	}
+	return tokens;
+}
+
+/*
+ * Charge the runtime [@now - @delta, @now) to every limited cgroup on
+ * @tctx's path, each under its own lock. A group whose bucket runs dry is
+ * throttled until its release time. Return true if one ran dry.
+ */
+static bool cg_charge(const struct task_ctx *tctx, u64 now, u64 delta)
+{
+	struct cg_limit *lim;
+	struct cg_state *st;
+	bool dry_any = false;
+	u64 id, q, per, until;
+	u32 i;
+	int dry;
+
+	bpf_for(i, 0, MAX_TASK_CGROUPS) {
+		if (i >= tctx->nr_cg)
+			break;
+		id = tctx->cg_ids[i & (MAX_TASK_CGROUPS - 1)];
+		lim = bpf_map_lookup_elem(&cgroup_limits, &id);
+		st = bpf_map_lookup_elem(&cgroup_states, &id);
+		if (!lim || !st)
+			continue;
+		q = lim->quota_ns;
+		per = lim->period_ns;
+		if (!q || !per)
+			continue;
+		bpf_spin_lock(&st->lock);
+		dry = bw_charge_span(&st->u.bw, now - delta, now, q, per);
+		st->u.usage_ns += delta;
+		if (bw_throttled(&st->u.bw)) {
+			until = bw_release_at(&st->u.bw, q, per);
+			if (dry)
+				st->u.bw.throttled_ns += until - now;
+			st->u.throttled_until_ns = until;
+		} else {
+			st->u.throttled_until_ns = 0;
+		}
+		bpf_spin_unlock(&st->lock);
+		if (dry)
+			dry_any = true;
+	}
+	return dry_any;
+}
+
+#endif /* __FAIRQUOTA_CGROUPS_BPF_H */

@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Cgroup limits: `--cgroup PATH=QUOTA/PERIOD` parsing and checks, the
+//! cgroup v2 directory behind a path, the `cgroup_limits` map entries, and
+//! per-cgroup statistics in cpu.stat's vocabulary.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use anyhow::{Context, Result, anyhow, bail};
+use libbpf_rs::{MapCore, MapFlags};
+
+use crate::bpf_intf;
+use crate::config::{self, PERIOD_US_MAX, PERIOD_US_MIN, QUOTA_US_MIN};
+
+/// Where cgroup v2 is mounted; relative `--cgroup` paths start here.
+pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+const CGROUP2_SUPER_MAGIC: i64 = 0x63677270;
+/// Largest quota per period: as many CPUs as the scheduler handles.
+pub const QUOTA_PERIODS_MAX: u64 = bpf_intf::consts_MAX_CPUS as u64;
+
+/// A limit as given on the command line: `PATH=QUOTA/PERIOD` (µs, as in
+/// cpu.max), or `PATH=max` to remove one (`set` only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CgroupArg {
+    pub path: String,
+    /// `None`: `max`, no limit.
+    pub limit: Option<(u64, u64)>,
+}
+
+impl FromStr for CgroupArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || {
+            format!(
+                "'{s}' is not PATH=QUOTA/PERIOD (microseconds, as in cpu.max, e.g. \
+                 system.slice/docker-1234.scope=20000/100000) or PATH=max"
+            )
+        };
+        let (path, spec) = s.rsplit_once('=').ok_or_else(bad)?;
+        if path.is_empty() {
+            return Err(bad());
+        }
+        if spec == "max" {
+            return Ok(CgroupArg {
+                path: path.to_string(),
+                limit: None,
+            });
+        }
+        let (q, p) = spec.split_once('/').ok_or_else(bad)?;
+        let quota: u64 = q.parse().map_err(|_| bad())?;
+        let period: u64 = p.parse().map_err(|_| bad())?;
+        check_limit(quota, period).map_err(|m| format!("{s}: {m}"))?;
+        Ok(CgroupArg {
+            path: path.to_string(),
+            limit: Some((quota, period)),
+        })
+    }
+}
+
+/// cpu.max's own limits: period 1 ms..1 s, quota at least 1 ms (and at most
+/// one period per CPU the scheduler handles).
+pub fn check_limit(quota_us: u64, period_us: u64) -> Result<(), String> {
+    if !(PERIOD_US_MIN..=PERIOD_US_MAX).contains(&period_us) {
+        return Err(format!(
+            "period {period_us} us is out of range: cpu.max accepts {PERIOD_US_MIN}..={PERIOD_US_MAX}"
+        ));
+    }
+    if quota_us < QUOTA_US_MIN {
+        return Err(format!(
+            "quota {quota_us} us is too small: cpu.max's minimum is {QUOTA_US_MIN} us"
+        ));
+    }
+    if quota_us / period_us > QUOTA_PERIODS_MAX {
+        return Err(format!(
+            "quota {quota_us} us is more than {QUOTA_PERIODS_MAX} CPUs' worth of period {period_us} us"
+        ));
+    }
+    Ok(())
+}
+
+/// The directory of cgroup `path` (absolute under /sys/fs/cgroup, or
+/// relative to it).
+pub fn cgroup_dir(path: &str) -> PathBuf {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        Path::new(CGROUP_ROOT).join(p)
+    }
+}
+
+/// The id of the cgroup v2 directory `dir`: its inode number, which is the
+/// kernel's cgroup id (kernfs node id).
+pub fn cgroup_id(dir: &Path) -> Result<u64> {
+    let md = std::fs::metadata(dir).map_err(|e| {
+        anyhow!(
+            "cgroup {}: {e}; give a cgroup v2 directory, absolute or relative to {CGROUP_ROOT}",
+            dir.display()
+        )
+    })?;
+    if !md.is_dir() {
+        bail!("cgroup {}: not a directory", dir.display());
+    }
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .context("cgroup path contains a NUL byte")?;
+    // SAFETY: statfs() fills a zeroed struct; the path is NUL-terminated.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 || st.f_type as i64 != CGROUP2_SUPER_MAGIC
+    {
+        bail!(
+            "{} is not in a cgroup v2 hierarchy: scx_fairquota limits cgroup v2 groups only",
+            dir.display()
+        );
+    }
+    Ok(md.ino())
+}
+
+/// A limited cgroup the daemon knows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limited {
+    pub path: String,
+    pub quota_us: u64,
+    pub period_us: u64,
+}
+
+impl fmt::Display for Limited {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}={}/{} ({:.1}% of a CPU)",
+            self.path,
+            self.quota_us,
+            self.period_us,
+            self.quota_us as f64 * 100.0 / self.period_us as f64
+        )
+    }
+}
+
+/// Resolve `--cgroup` arguments (limits only) into id -> limit.
+pub fn resolve(args: &[CgroupArg]) -> Result<BTreeMap<u64, Limited>> {
+    let mut out = BTreeMap::new();
+    for a in args {
+        let Some((quota_us, period_us)) = a.limit else {
+            bail!(
+                "--cgroup {}=max: nothing to remove at start; give a limit",
+                a.path
+            );
+        };
+        let id = cgroup_id(&cgroup_dir(&a.path))?;
+        out.insert(
+            id,
+            Limited {
+                path: a.path.clone(),
+                quota_us,
+                period_us,
+            },
+        );
+    }
+    if out.len() > bpf_intf::consts_MAX_LIMITED_CGROUPS as usize {
+        bail!(
+            "{} limited cgroups: at most {} can be limited",
+            out.len(),
+            bpf_intf::consts_MAX_LIMITED_CGROUPS
+        );
+    }
+    Ok(out)
+}
+
+fn limit_bytes(l: &Limited) -> Vec<u8> {
+    let ns = bpf_intf::consts_NSEC_PER_USEC as u64;
+    let v = bpf_intf::cg_limit {
+        quota_ns: l.quota_us * ns,
+        period_ns: l.period_us * ns,
+    };
+    config::as_bytes(&v).to_vec()
+}
+
+/// Write limit `l` of cgroup `id` into the `cgroup_limits` map.
+pub fn write_limit<M: MapCore>(limits: &M, id: u64, l: &Limited) -> Result<()> {
+    limits
+        .update(&id.to_ne_bytes(), &limit_bytes(l), MapFlags::ANY)
+        .map_err(|e| {
+            anyhow!(
+                "cannot limit cgroup {} ({e}): at most {} cgroups can be limited",
+                l.path,
+                bpf_intf::consts_MAX_LIMITED_CGROUPS
+            )
+        })
+}
+
+/// Forget cgroup `id`: its limit and its state.
+pub fn remove<L: MapCore, S: MapCore>(limits: &L, states: &S, id: u64) {
+    let _ = limits.delete(&id.to_ne_bytes());
+    let _ = states.delete(&id.to_ne_bytes());
+}
+
+/// The limits in the map, id -> (quota_us, period_us).
+pub fn read_limits<M: MapCore>(limits: &M) -> BTreeMap<u64, (u64, u64)> {
+    let ns = bpf_intf::consts_NSEC_PER_USEC as u64;
+    let mut out = BTreeMap::new();
+    for key in limits.keys() {
+        let Ok(k) = <[u8; 8]>::try_from(key.as_slice()) else {
+            continue;
+        };
+        if let Ok(Some(v)) = limits.lookup(&key, MapFlags::ANY)
+            && let Some(c) = config::from_bytes::<bpf_intf::cg_limit>(&v)
+        {
+            out.insert(u64::from_ne_bytes(k), (c.quota_ns / ns, c.period_ns / ns));
+        }
+    }
+    out
+}
+
+/// A cgroup's usage as read from `cgroup_states` (after its lock word).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub usage_ns: u64,
+    pub nr_periods: u64,
+    pub nr_throttled: u64,
+    pub throttled_ns: u64,
+}
+
+/// Decode a `struct cg_state` value: a bpf_spin_lock word, padding, then
+/// `struct cg_usage`.
+pub fn parse_state(bytes: &[u8]) -> Option<Usage> {
+    let u: bpf_intf::cg_usage = config::from_bytes(bytes.get(8..)?)?;
+    Some(Usage {
+        usage_ns: u.usage_ns,
+        nr_periods: u.bw.nr_periods,
+        nr_throttled: u.bw.nr_throttled,
+        throttled_ns: u.bw.throttled_ns,
+    })
+}
+
+pub fn read_usage<M: MapCore>(states: &M, id: u64) -> Usage {
+    states
+        .lookup(&id.to_ne_bytes(), MapFlags::ANY)
+        .ok()
+        .flatten()
+        .and_then(|v| parse_state(&v))
+        .unwrap_or_default()
+}
+
+/// One row of the cgroup table: cpu.stat's fields for a limited cgroup,
+/// with its share of a CPU over the last interval.
+pub fn format_row(l: &Limited, now: &Usage, prev: &Usage, interval_ns: u64) -> String {
+    let d = now.usage_ns.saturating_sub(prev.usage_ns);
+    let share = if interval_ns == 0 {
+        0.0
+    } else {
+        d as f64 * 100.0 / interval_ns as f64
+    };
+    format!(
+        "cgroup {} quota={}/{} cpu={:.1}% usage_usec={} nr_periods={} nr_throttled={} \
+         throttled_usec={}",
+        l.path,
+        l.quota_us,
+        l.period_us,
+        share,
+        now.usage_ns / 1000,
+        now.nr_periods,
+        now.nr_throttled,
+        now.throttled_ns / 1000
+    )
+}
+
+/// Find the path of cgroup `id` under /sys/fs/cgroup (for limits added by
+/// `set` in another process). A walk of the tree, done once per new id.
+pub fn find_path(id: u64) -> Option<String> {
+    let mut stack = vec![PathBuf::from(CGROUP_ROOT)];
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Ok(md) = e.metadata() else { continue };
+            if !md.is_dir() {
+                continue;
+            }
+            if md.ino() == id {
+                return e
+                    .path()
+                    .strip_prefix(CGROUP_ROOT)
+                    .ok()
+                    .map(|p| p.display().to_string());
+            }
+            stack.push(e.path());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_limits_and_max() {
+        assert_eq!(
+            "system.slice/docker-1.scope=20000/100000".parse(),
+            Ok(CgroupArg {
+                path: "system.slice/docker-1.scope".into(),
+                limit: Some((20000, 100000))
+            })
+        );
+        assert_eq!(
+            "/sys/fs/cgroup/a=max".parse(),
+            Ok(CgroupArg {
+                path: "/sys/fs/cgroup/a".into(),
+                limit: None
+            })
+        );
+        // A quota above the period is more than one CPU, as in cpu.max.
+        assert!("a=150000/100000".parse::<CgroupArg>().is_ok());
+    }
+
+    #[test]
+    fn rejects_malformed_and_out_of_range() {
+        for bad in [
+            "a",
+            "=1000/10000",
+            "a=1000",
+            "a=x/10000",
+            "a=1000/y",
+            "a=-1/10000",
+        ] {
+            let e = bad.parse::<CgroupArg>().unwrap_err();
+            assert!(e.contains("PATH=QUOTA/PERIOD"), "{bad}: {e}");
+        }
+        let e = "a=999/10000".parse::<CgroupArg>().unwrap_err();
+        assert!(e.contains("too small"), "{e}");
+        let e = "a=1000/999".parse::<CgroupArg>().unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
+        let e = "a=2000000/1000001".parse::<CgroupArg>().unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
+        assert!(check_limit(1000, 1000).is_ok());
+        assert!(check_limit(1_000_000 * (QUOTA_PERIODS_MAX + 1), 1_000_000).is_err());
+    }
+
+    #[test]
+    fn relative_paths_start_at_the_cgroup_root() {
+        assert_eq!(cgroup_dir("a/b"), PathBuf::from("/sys/fs/cgroup/a/b"));
+        assert_eq!(
+            cgroup_dir("/sys/fs/cgroup/x"),
+            PathBuf::from("/sys/fs/cgroup/x")
+        );
+    }
+
+    #[test]
+    fn decodes_a_state_and_formats_a_row() {
+        let u = bpf_intf::cg_usage {
+            bw: bpf_intf::bw_bucket {
+                tokens_ns: 0,
+                period_start_ns: 0,
+                last_active_ns: 0,
+                nr_periods: 12,
+                nr_throttled: 7,
+                throttled_ns: 80_000_000,
+                parked_at_ns: 0,
+            },
+            usage_ns: 2_000_000_000,
+            throttled_until_ns: 0,
+        };
+        let mut bytes = vec![0u8; 8];
+        bytes.extend_from_slice(config::as_bytes(&u));
+        let now = parse_state(&bytes).unwrap();
+        assert_eq!(now.nr_throttled, 7);
+        let prev = Usage {
+            usage_ns: 1_800_000_000,
+            ..Default::default()
+        };
+        let l = Limited {
+            path: "a".into(),
+            quota_us: 2000,
+            period_us: 10000,
+        };
+        let row = format_row(&l, &now, &prev, 1_000_000_000);
+        assert_eq!(
+            row,
+            "cgroup a quota=2000/10000 cpu=20.0% usage_usec=2000000 nr_periods=12 \
+             nr_throttled=7 throttled_usec=80000"
+        );
+        assert!(parse_state(&bytes[..8]).is_none());
+    }
+}
