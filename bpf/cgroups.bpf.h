@@ -4,7 +4,8 @@
  * across all CPUs, like cgroup v2 cpu.max. Included by main.bpf.c only.
  *
  * The daemon writes each limited cgroup's quota/period into cgroup_limits
- * (key: the cgroup id) and bumps fq_config.cg_gen. A task caches the ids
+ * (key: the cgroup id) and bumps fq_config.cg_gen; the kernel's cpu.max
+ * arrives through the cgroup ops into cgroup_kernel_limits. A task caches the ids
  * of the limited cgroups on its path (innermost first, at most
  * MAX_TASK_CGROUPS), found by walking its cgroup's ancestors once per
  * cg_gen or when it moves to another cgroup. Each limited cgroup has one
@@ -33,6 +34,56 @@ struct {
 	__type(key, u64);
 	__type(value, struct cg_limit);
 } cgroup_limits SEC(".maps");
+
+/*
+ * Limits from the kernel's own cpu.max (ops.cgroup_init() and
+ * ops.cgroup_set_bandwidth(), 6.17+): every cgroup with a finite cpu.max,
+ * and only those. A limit in cgroup_limits (the command line) takes
+ * precedence over cpu.max for the same cgroup.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_LIMITED_CGROUPS);
+	__type(key, u64);
+	__type(value, struct cg_limit);
+} cgroup_kernel_limits SEC(".maps");
+
+/* Generation and number of cgroup_kernel_limits entries. */
+u64 kern_cg_gen;
+s64 kern_nr_cgroups;
+
+/* The limit in force for cgroup @id: the command line's, else cpu.max. */
+static struct cg_limit *cg_limit_of(u64 id)
+{
+	struct cg_limit *l = bpf_map_lookup_elem(&cgroup_limits, &id);
+
+	return l ?: bpf_map_lookup_elem(&cgroup_kernel_limits, &id);
+}
+
+/*
+ * cpu.max of @cgrp is now @quota_us per @period_us (quota ~0: "max", no
+ * limit). A full map is counted (CNT_CG_FULL) and reported by the daemon,
+ * never dropped silently.
+ */
+static void cg_kernel_set(struct cgroup *cgrp, u64 period_us, u64 quota_us)
+{
+	u64 id = BPF_CORE_READ(cgrp, kn, id);
+	struct cg_limit l = {
+		.quota_ns = quota_us * NSEC_PER_USEC,
+		.period_ns = period_us * NSEC_PER_USEC,
+	};
+	bool had = bpf_map_lookup_elem(&cgroup_kernel_limits, &id);
+
+	if (quota_us == (u64)-1 || !quota_us || !period_us) {
+		if (had && !bpf_map_delete_elem(&cgroup_kernel_limits, &id))
+			__sync_fetch_and_sub(&kern_nr_cgroups, 1);
+	} else if (bpf_map_update_elem(&cgroup_kernel_limits, &id, &l, 0)) {
+		stat_inc(CNT_CG_FULL);
+	} else if (!had) {
+		__sync_fetch_and_add(&kern_nr_cgroups, 1);
+	}
+	__sync_fetch_and_add(&kern_cg_gen, 1);
+}
 
 /* A limited cgroup's shared state; the lock guards the bucket. */
 struct cg_state {
@@ -88,8 +139,7 @@ static void cg_resolve(const struct task_struct *p, struct task_ctx *tctx,
 		    !anc)
 			break;
 		id = BPF_CORE_READ(anc, kn, id);
-		if (!bpf_map_lookup_elem(&cgroup_limits, &id) ||
-		    !cg_state_of(id))
+		if (!cg_limit_of(id) || !cg_state_of(id))
 			continue;
 		tctx->cg_ids[n & (MAX_TASK_CGROUPS - 1)] = id;
 		n++;
@@ -104,15 +154,15 @@ static void cg_resolve(const struct task_struct *p, struct task_ctx *tctx,
 static void cg_refresh(const struct task_struct *p, struct task_ctx *tctx,
 		       const struct fq_config *cfg, bool exempt)
 {
-	u64 leaf;
+	u64 leaf, gen = cfg->cg_gen + READ_ONCE(kern_cg_gen);
 
-	if (!cfg->nr_cgroups || exempt) {
+	if ((!cfg->nr_cgroups && READ_ONCE(kern_nr_cgroups) <= 0) || exempt) {
 		tctx->nr_cg = 0;
 		return;
 	}
 	leaf = task_cgroup_id(p);
-	if (leaf != tctx->cg_leaf || cfg->cg_gen != tctx->cg_gen)
-		cg_resolve(p, tctx, cfg->cg_gen, leaf);
+	if (leaf != tctx->cg_leaf || gen != tctx->cg_gen)
+		cg_resolve(p, tctx, gen, leaf);
 }
 
 /* Limited cgroup @i of @tctx's path (NULL if gone). */
@@ -185,7 +235,7 @@ static bool cg_charge(const struct task_ctx *tctx, u64 now, u64 delta)
 		if (i >= tctx->nr_cg)
 			break;
 		id = tctx->cg_ids[i & (MAX_TASK_CGROUPS - 1)];
-		lim = bpf_map_lookup_elem(&cgroup_limits, &id);
+		lim = cg_limit_of(id);
 		st = bpf_map_lookup_elem(&cgroup_states, &id);
 		if (!lim || !st)
 			continue;

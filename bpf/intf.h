@@ -115,6 +115,7 @@ enum counter_idx {
 	CNT_ENQ_LAST,		/* the last task of a CPU re-queued and kicked */
 	CNT_LLC_PULL,		/* an RR task moved to a less loaded LLC */
 	CNT_CG_THROTTLE,	/* a limited cgroup ran out of quota */
+	CNT_CG_FULL,		/* a cpu.max limit found the map full */
 	NR_COUNTERS,
 };
 

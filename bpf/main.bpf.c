@@ -513,6 +513,29 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_init)
 	return 0;
 }
 
+/* The kernel's cpu.max of each cgroup (see cgroups.bpf.h). */
+s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_cgroup_init, struct cgroup *cgrp,
+			     struct scx_cgroup_init_args *args)
+{
+	cg_kernel_set(cgrp, args->bw_period_us, args->bw_quota_us);
+	return 0;
+}
+
+void BPF_STRUCT_OPS(fairquota_cgroup_set_bandwidth, struct cgroup *cgrp,
+		    u64 period_us, u64 quota_us, u64 burst_us)
+{
+	cg_kernel_set(cgrp, period_us, quota_us);
+}
+
+void BPF_STRUCT_OPS(fairquota_cgroup_exit, struct cgroup *cgrp)
+{
+	u64 id = BPF_CORE_READ(cgrp, kn, id);
+
+	cg_kernel_set(cgrp, 0, (u64)-1);
+	if (!bpf_map_lookup_elem(&cgroup_limits, &id))
+		bpf_map_delete_elem(&cgroup_states, &id);
+}
+
 void BPF_STRUCT_OPS(fairquota_exit, struct scx_exit_info *ei)
 {
 	UEI_RECORD(uei, ei);
@@ -528,6 +551,9 @@ SCX_OPS_DEFINE(fairquota_ops,
 	       .stopping	= (void *)fairquota_stopping,
 	       .yield		= (void *)fairquota_yield,
 	       .init_task	= (void *)fairquota_init_task,
+	       .cgroup_init	= (void *)fairquota_cgroup_init,
+	       .cgroup_exit	= (void *)fairquota_cgroup_exit,
+	       .cgroup_set_bandwidth = (void *)fairquota_cgroup_set_bandwidth,
 	       .init		= (void *)fairquota_init,
 	       .exit		= (void *)fairquota_exit,
 	       .flags		= SCX_OPS_ENQ_LAST,

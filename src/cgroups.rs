@@ -125,17 +125,26 @@ pub struct Limited {
     pub path: String,
     pub quota_us: u64,
     pub period_us: u64,
+    /// The limit is the kernel's cpu.max (no command-line limit on it).
+    pub from_kernel: bool,
+}
+
+impl Limited {
+    pub fn source(&self) -> &'static str {
+        if self.from_kernel { "cpu.max" } else { "cli" }
+    }
 }
 
 impl fmt::Display for Limited {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}={}/{} ({:.1}% of a CPU)",
+            "{}={}/{} ({:.1}% of a CPU, from {})",
             self.path,
             self.quota_us,
             self.period_us,
-            self.quota_us as f64 * 100.0 / self.period_us as f64
+            self.quota_us as f64 * 100.0 / self.period_us as f64,
+            self.source()
         )
     }
 }
@@ -157,6 +166,7 @@ pub fn resolve(args: &[CgroupArg]) -> Result<BTreeMap<u64, Limited>> {
                 path: a.path.clone(),
                 quota_us,
                 period_us,
+                from_kernel: false,
             },
         );
     }
@@ -255,9 +265,10 @@ pub fn format_row(l: &Limited, now: &Usage, prev: &Usage, interval_ns: u64) -> S
         d as f64 * 100.0 / interval_ns as f64
     };
     format!(
-        "cgroup {} quota={}/{} cpu={:.1}% usage_usec={} nr_periods={} nr_throttled={} \
+        "cgroup {} from={} quota={}/{} cpu={:.1}% usage_usec={} nr_periods={} nr_throttled={} \
          throttled_usec={}",
         l.path,
+        l.source(),
         l.quota_us,
         l.period_us,
         share,
@@ -377,11 +388,12 @@ mod tests {
             path: "a".into(),
             quota_us: 2000,
             period_us: 10000,
+            from_kernel: false,
         };
         let row = format_row(&l, &now, &prev, 1_000_000_000);
         assert_eq!(
             row,
-            "cgroup a quota=2000/10000 cpu=20.0% usage_usec=2000000 nr_periods=12 \
+            "cgroup a from=cli quota=2000/10000 cpu=20.0% usage_usec=2000000 nr_periods=12 \
              nr_throttled=7 throttled_usec=80000"
         );
         assert!(parse_state(&bytes[..8]).is_none());

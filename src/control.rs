@@ -214,6 +214,7 @@ pub fn set(u: &Update, cgs: &[CgroupArg]) -> Result<()> {
                         path: a.path.clone(),
                         quota_us,
                         period_us,
+                        from_kernel: false,
                     };
                     cgroups::write_limit(&limits, id, &l)?;
                     println!("scx_fairquota: cgroup limit: {l}");

@@ -200,26 +200,45 @@ impl<'a> Scheduler<'a> {
     /// and cgroups removed from the hierarchy (their limits are forgotten,
     /// with one message each).
     fn sync_cgroups(&mut self) {
-        let in_map = cgroups::read_limits(&self.skel.maps.cgroup_limits);
-        self.cgroups.retain(|id, _| in_map.contains_key(id));
-        for (id, (quota_us, period_us)) in &in_map {
-            let path = match self.cgroups.get(id) {
+        let cli = cgroups::read_limits(&self.skel.maps.cgroup_limits);
+        let kernel = cgroups::read_limits(&self.skel.maps.cgroup_kernel_limits);
+        let mut merged: Vec<(u64, (u64, u64), bool)> =
+            kernel.iter().map(|(id, l)| (*id, *l, true)).collect();
+        merged.retain(|(id, _, _)| !cli.contains_key(id));
+        merged.extend(cli.iter().map(|(id, l)| (*id, *l, false)));
+        self.cgroups
+            .retain(|id, _| cli.contains_key(id) || kernel.contains_key(id));
+        for (id, (quota_us, period_us), from_kernel) in merged {
+            let path = match self.cgroups.get(&id) {
                 Some(l) => l.path.clone(),
-                None => cgroups::find_path(*id).unwrap_or_else(|| format!("(id {id})")),
+                None => cgroups::find_path(id).unwrap_or_else(|| format!("(id {id})")),
             };
             self.cgroups.insert(
-                *id,
+                id,
                 Limited {
                     path,
-                    quota_us: *quota_us,
-                    period_us: *period_us,
+                    quota_us,
+                    period_us,
+                    from_kernel,
                 },
+            );
+        }
+        if let Ok(t) = self.totals()
+            && t.get(bpf_intf::counter_idx_CNT_CG_FULL) > 0
+        {
+            self.stats_error(
+                "cgroups",
+                anyhow!(
+                    "more cgroups have a finite cpu.max than the {} this scheduler can enforce; \
+                     the rest are not limited",
+                    bpf_intf::consts_MAX_LIMITED_CGROUPS
+                ),
             );
         }
         let gone: Vec<u64> = self
             .cgroups
             .iter()
-            .filter(|(_, l)| !cgroups::cgroup_dir(&l.path).is_dir())
+            .filter(|(_, l)| !l.from_kernel && !cgroups::cgroup_dir(&l.path).is_dir())
             .map(|(id, _)| *id)
             .collect();
         if gone.is_empty() {

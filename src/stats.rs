@@ -60,6 +60,11 @@ pub const COUNTERS: [(u32, &str, &str); bpf_intf::counter_idx_NR_COUNTERS as usi
         "cg_throttles",
         "times a limited cgroup ran out of quota",
     ),
+    (
+        bpf_intf::counter_idx_CNT_CG_FULL,
+        "cg_full",
+        "cpu.max limits not enforced: more limited cgroups than the maps hold",
+    ),
 ];
 
 /// Global counters, summed over CPUs.

@@ -362,4 +362,18 @@ def test_cgroup_limits(binary, tmp_path):
          within(r["fq_b"], 1.5, 0.01)),
         ("exit status (fq_b)", r["rc_multi"], "0", r["rc_multi"] == 0),
     ]
+    k = r["kernel"]
+    froms = {row.get("from") for row in k["rows"]}
+    checks += [
+        ("cpu.max 2000 10000 before the start", pct(k["init 2000 10000"]), "20% +- 1% rel",
+         within(k["init 2000 10000"], 0.20, 0.01)),
+        ("cpu.max changed to 5000 10000 while running", pct(k["changed 5000 10000"]), "50% +- 1% rel",
+         within(k["changed 5000 10000"], 0.50, 0.01)),
+        ("set --cgroup 3000/10000 takes precedence", pct(k["cli 3000/10000 over cpu.max"]), "30% +- 1% rel",
+         within(k["cli 3000/10000 over cpu.max"], 0.30, 0.01)),
+        ("cpu.max max: 2 hogs unlimited", f"{k['max']:.2f} CPUs", ">= 1.8", k["max"] >= 1.8),
+        ("stats rows name both sources", sorted(x for x in froms if x), "cli, cpu.max",
+         {"cli", "cpu.max"} <= froms),
+        ("exit status (cpu.max)", k["rc"], "0", k["rc"] == 0),
+    ]
     check_all(checks)

@@ -703,6 +703,40 @@ def scenario_cgroups(out):
     res["stderr"] = d.stderr()
     res["rows_fq_a"] = cgroup_rows(res["stdout"], "fq_a")
 
+    # The kernel's own cpu.max: set before the scheduler starts
+    # (ops.cgroup_init), changed while it runs (ops.cgroup_set_bandwidth),
+    # overridden by a command-line limit, lifted with "max".
+    with open(os.path.join(CG, "cgroup.subtree_control"), "w") as f:
+        f.write("+cpu")
+    kdir = make_cgroup("fq_k")
+
+    def cpu_max(v):
+        with open(os.path.join(kdir, "cpu.max"), "w") as f:
+            f.write(v)
+
+    cpu_max("2000 10000")
+    d = Daemon(out, "cgroups-kernel", [])
+    hogs = [spawn_hog(0), spawn_hog(0)]
+    for p in hogs:
+        move_to_cgroup(p.pid, "fq_k")
+    kernel = {}
+    time.sleep(3)
+    kernel["init 2000 10000"] = group_share([[p.pid for p in hogs]], 6)[0]
+    cpu_max("5000 10000")
+    time.sleep(2)
+    kernel["changed 5000 10000"] = group_share([[p.pid for p in hogs]], 6)[0]
+    kernel["set_rc"] = run_cmd([BIN, "set", "--cgroup", "fq_k=3000/10000"])["rc"]
+    time.sleep(2)
+    kernel["cli 3000/10000 over cpu.max"] = group_share([[p.pid for p in hogs]], 6)[0]
+    run_cmd([BIN, "set", "--cgroup", "fq_k=max"])
+    cpu_max("max 10000")
+    time.sleep(2)
+    kernel["max"] = group_share([[p.pid for p in hogs]], 6)[0]
+    kill_all(hogs)
+    kernel["rc"] = d.stop()
+    kernel["rows"] = cgroup_rows(d.stdout(), "fq_k")
+    res["kernel"] = kernel
+
     d = Daemon(out, "cgroups-multi", ["--cgroup", "fq_b=150000/100000"])
     hogs = [spawn_hog(0), spawn_hog(0)]
     for p in hogs:
