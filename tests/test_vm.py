@@ -285,13 +285,15 @@ def test_stress_ng_smoke(binary, tmp_path):
         checks += [
             (f"{label}: attached", m["attached"], "True", m["attached"]),
             (f"{label}: stress-ng exit status", m["stress_rc"], "0", m["stress_rc"] == 0),
-            (f"{label}: state after stress-ng", m["state_after_stress"][0], "enabled",
-             m["state_after_stress"][0] == "enabled"),
+            (f"{label}: state while stress-ng ran, until the 45 s timeout",
+             sorted({st for _, st in m["samples"]}), "['enabled']",
+             {st for _, st in m["samples"]} == {"enabled"} and len(m["samples"]) >= 20),
             (f"{label}: scheduler exit status (timeout --preserve-status 45)", m["sched_rc"], "0",
              m["sched_rc"] == 0),
         ]
     check_all(checks)
     for m in r.values():
+        print(f"attach took {m['attach_s']:.1f} s, stress-ng {m['stress_s']:.1f} s")
         print(m["stress_tail"])
 
 

@@ -573,20 +573,30 @@ def scenario_stress_smoke(out):
     n = str(os.cpu_count())
     res = {}
     for label, args in [("default", []), ("quota 2000/10000", ["--period-us", "10000", "--quota-us", "2000"])]:
+        sched_t0 = time.monotonic()
         sched = subprocess.Popen(["timeout", "--preserve-status", "45", BIN, "--stats-interval", "0", *args],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
         while sched_state()[0] != "enabled" and time.monotonic() < deadline and sched.poll() is None:
             time.sleep(0.2)
         attached = sched_state()[0] == "enabled"
-        stress = subprocess.run(["stress-ng", "-t", "31", "--aggressive", "-M", "-c", n, "-f", n,
-                                 "--affinity", "1", "--affinity-delay", "1", "--affinity-pin"],
-                                capture_output=True, text=True, timeout=300, cwd="/tmp")
-        state_after_stress = sched_state()
+        t0 = time.monotonic()
+        stress = subprocess.Popen(["stress-ng", "-t", "31", "--aggressive", "-M", "-c", n, "-f", n,
+                                   "--affinity", "1", "--affinity-delay", "1", "--affinity-pin"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/tmp")
+        # The kernel's state while stress-ng runs, sampled until `timeout`
+        # stops the scheduler 45 s after its start (a stop, not an
+        # ejection: the exit status tells them apart).
+        samples = []
+        while stress.poll() is None and time.monotonic() - sched_t0 < 44.5:
+            samples.append([round(time.monotonic() - t0, 1), sched_state()[0]])
+            time.sleep(0.5)
+        stress_out = stress.communicate(timeout=300)[0]
         _, err = sched.communicate(timeout=120)
         res[label] = {"attached": attached, "stress_rc": stress.returncode,
-                      "stress_tail": (stress.stdout + stress.stderr)[-1500:],
-                      "state_after_stress": state_after_stress,
+                      "stress_s": time.monotonic() - t0, "attach_s": t0 - sched_t0,
+                      "stress_tail": stress_out[-1500:],
+                      "samples": samples,
                       "sched_rc": sched.returncode, "sched_stderr": err[-2000:]}
     return res
 
