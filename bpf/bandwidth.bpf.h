@@ -38,7 +38,7 @@ static bool refresh_task(const struct task_struct *p, struct task_ctx *tctx,
 		bw_refill(&tctx->bw, now, cfg->quota_ns, cfg->period_ns);
 		own = bw_throttled(&tctx->bw);
 	}
-	return own || (tctx->nr_cg && cg_throttled_until(tctx, now));
+	return own || (tctx->nr_cg && cg_scan(tctx, now, NULL));
 }
 
 /*
@@ -75,7 +75,7 @@ static u64 release_time(const struct task_ctx *tctx,
 
 	if (tctx->limited && bw_throttled(&tctx->bw))
 		at = bw_release_at(&tctx->bw, cfg->quota_ns, cfg->period_ns);
-	cg = tctx->nr_cg ? cg_throttled_until(tctx, now) : 0;
+	cg = tctx->nr_cg ? cg_scan(tctx, now, NULL) : 0;
 	if (cg > at)
 		at = cg;
 	return at ?: now;
@@ -176,7 +176,7 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
 				next = at;
 			break;
 		}
-		cg = tctx && cfg->nr_cgroups ? cg_throttled_until(tctx, now) : 0;
+		cg = tctx ? cg_scan(tctx, now, NULL) : 0;
 		if (cg) {
 			if (!next || cg < next)
 				next = cg;

@@ -174,14 +174,17 @@ static struct cg_state *cg_nth(const struct task_ctx *tctx, u32 i)
 }
 
 /*
- * Latest time until which a limited cgroup on @tctx's path is throttled,
- * if later than @now; else 0. Reads without the groups' locks (a group
- * state that is a moment stale only shifts one decision).
+ * One pass over the limited cgroups on @tctx's path: return the latest
+ * time until which one of them is throttled, if later than @now (else 0),
+ * and, if @tokens is given, store the fewest tokens any of them has left
+ * (S64_MAX: none). Reads without the groups' locks (a group state that is
+ * a moment stale only shifts one decision).
  */
-static u64 cg_throttled_until(const struct task_ctx *tctx, u64 now)
+static u64 cg_scan(const struct task_ctx *tctx, u64 now, s64 *tokens)
 {
+	s64 least = 0x7fffffffffffffffLL, t;
 	struct cg_state *st;
-	u64 until = 0, t;
+	u64 until = 0, u;
 	u32 i;
 
 	bpf_for(i, 0, MAX_TASK_CGROUPS) {
@@ -190,31 +193,16 @@ static u64 cg_throttled_until(const struct task_ctx *tctx, u64 now)
 		st = cg_nth(tctx, i);
 		if (!st)
 			continue;
-		t = READ_ONCE(st->u.throttled_until_ns);
-		if (t > now && t > until)
-			until = t;
-	}
-	return until;
-}
-
-/* Fewest tokens left in a limited cgroup on @tctx's path (S64_MAX: none). */
-static s64 cg_tokens(const struct task_ctx *tctx)
-{
-	s64 tokens = 0x7fffffffffffffffLL, t;
-	struct cg_state *st;
-	u32 i;
-
-	bpf_for(i, 0, MAX_TASK_CGROUPS) {
-		if (i >= tctx->nr_cg)
-			break;
-		st = cg_nth(tctx, i);
-		if (!st)
-			continue;
+		u = READ_ONCE(st->u.throttled_until_ns);
+		if (u > now && u > until)
+			until = u;
 		t = READ_ONCE(st->u.bw.tokens_ns);
-		if (t < tokens)
-			tokens = t;
+		if (t < least)
+			least = t;
 	}
-	return tokens;
+	if (tokens)
+		*tokens = least;
+	return until;
 }
 
 /*

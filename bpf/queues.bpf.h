@@ -105,8 +105,9 @@ static u64 rr_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
 	    (u64)tctx->bw.tokens_ns < slice)
 		slice = tctx->bw.tokens_ns;
 	if (tctx->nr_cg) {
-		s64 t = cg_tokens(tctx);
+		s64 t;
 
+		cg_scan(tctx, 0, &t);
 		if (t > 0 && (u64)t < slice)
 			slice = t;
 	}
