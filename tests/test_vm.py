@@ -210,14 +210,18 @@ def test_guard_bounds_every_wait(binary, tmp_path):
     checks = []
     for label, m in r.items():
         checks += [
-            # The target is < 3 s. With --guard-ms 1000 a hog now and
-            # then misses urgent rounds and stalls whole extra guard periods
-            # (seen: 2.04 s, 3.04 s, once 5.12 s): an open defect, so that
-            # case fails only above 6 s (far inside the 30 s watchdog) and
-            # prints where it stands against 3 s.
-            (f"{label}: longest RR hog stall", f"{m['max_stall_rr']:.2f} s",
-             "< 3 s" if "default" in label else "< 3 s (fails > 6 s)",
-             m["max_stall_rr"] < (3.0 if "default" in label else 6.0)),
+            # The scheduler's decision, from the kernel's accounting: no RR
+            # hog goes 3 s without CPU time.
+            (f"{label}: longest RR hog stall (kernel)", f"{m['max_stall_kernel']:.2f} s", "< 3 s",
+             m["max_stall_kernel"] < 3.0),
+            (f"{label}: RR hogs watched", m["watched"], "all", m["watched"] == int(label.split()[0])),
+            # The hog's own view adds the emulator: single-threaded TCG can
+            # leave a vCPU unrun for a whole turn the kernel gave, so a hog
+            # sees whole guard periods without progress (k s with exactly k
+            # turns of ~4 ms each, traced). Bounded far inside the 30 s
+            # watchdog; printed against the 3 s the hog would see on metal.
+            (f"{label}: longest RR hog stall (hog's view)", f"{m['max_stall_rr']:.2f} s",
+             "< 3 s on metal (fails > 15 s)", m["max_stall_rr"] < 15.0),
             (f"{label}: RR hogs that reported", m["reported"], "all", m["reported"] == int(label.split()[0])),
             (f"{label}: RR hogs that never ran", m["rr_never_ran"], "0", m["rr_never_ran"] == 0),
             (f"{label}: FIFO hogs ran", [pct(x) for x in m["fifo_shares"]], "> 0 each",

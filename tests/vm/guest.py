@@ -24,6 +24,7 @@ BIN = os.environ.get("FQ_BIN", os.path.join(REPO, "target/release/scx_fairquota"
 SCX = "/sys/kernel/sched_ext"
 PY = sys.executable
 HOG = os.path.join(REPO, "tests/vm/hog.py")
+RUNWATCH = os.path.join(REPO, "tests/vm/runwatch.py")
 
 
 class ScenarioError(Exception):
@@ -418,8 +419,10 @@ def scenario_demo(out):
 
 def scenario_guard_many(out):
     """Two FIFO hogs, one pinned per CPU, and many RR hogs: every RR hog
-    must keep running, and the scheduler must not be ejected. Each RR hog
-    measures its own longest stall (no sampler that could itself stall)."""
+    must keep running, and the scheduler must not be ejected. Two views of
+    each RR hog's longest stall: the kernel's (a real-time sampler of its
+    CPU time, runwatch.py) and the hog's own (no progress of its loop,
+    herd.py), which also counts time the emulator left the vCPU idle."""
     res = {}
     for label, n, args in [("30 hogs, guard 1000 ms", 30, ["--guard-ms", "1000"]),
                            ("200 hogs, default guard", 200, [])]:
@@ -429,7 +432,13 @@ def scenario_guard_many(out):
         herd, pids, path = spawn_herd(n, out, f"herd{n}")
         fifo = [spawn_hog(-5, cpus=0), spawn_hog(-5, cpus=1)]
         time.sleep(3)
+        # The kernel's view of every RR hog's waits, from a real-time
+        # sampler (see runwatch.py), over the same 25 s.
+        watch_path = os.path.join(out, f"runwatch{n}.json")
+        watch = subprocess.Popen(["chrt", "-f", "50", PY, RUNWATCH, "25", watch_path, *map(str, pids)])
         fifo_shares = measure([f.pid for f in fifo], 25)
+        watch.wait(120)
+        watched = json.loads(read(watch_path, "{}") or "{}")
         state = sched_state()
         alive = d.proc.poll() is None
         seen = stop_herd(herd, path)
@@ -439,6 +448,8 @@ def scenario_guard_many(out):
         res[label] = {
             "reported": len(gaps),
             "max_stall_rr": max(gaps) if gaps else 99.0,
+            "max_stall_kernel": max(watched.values()) if watched else 99.0,
+            "watched": len(watched),
             "rr_never_ran": sum(1 for v in seen.values() if not v or v[1] <= 0),
             "fifo_shares": fifo_shares,
             "state_during": state, "daemon_alive": alive, "rc": rc,
