@@ -15,6 +15,17 @@ static bool is_exempt(const struct task_struct *p)
 	return (p->flags & (PF_KTHREAD | PF_EXITING)) || p->tgid == daemon_tgid;
 }
 
+/* The per-task limit of @cfg, as its smooth mode enforces it. */
+static void task_limit(const struct fq_config *cfg, struct bw_limit *out)
+{
+	struct bw_limit l = {
+		.quota_ns = cfg->quota_ns,
+		.period_ns = cfg->period_ns,
+	};
+
+	bw_smooth(&l, cfg->max_stall_ns, out);
+}
+
 /*
  * Refresh the cached class, nice, weight and limits of @p (its own quota
  * applies to RR tasks; its cgroups' limits to every task of the group)
@@ -28,6 +39,7 @@ static bool refresh_task(const struct task_struct *p, struct task_ctx *tctx,
 			 const struct fq_config *cfg, u64 now)
 {
 	bool exempt = is_exempt(p), own = false;
+	struct bw_limit l;
 
 	tctx->class = task_class(p, cfg);
 	tctx->nice = task_nice(p);
@@ -35,7 +47,8 @@ static bool refresh_task(const struct task_struct *p, struct task_ctx *tctx,
 	tctx->limited = cfg->quota_ns && tctx->class == CLASS_RR && !exempt;
 	cg_refresh(p, tctx, cfg, exempt);
 	if (tctx->limited) {
-		bw_refill(&tctx->bw, now, cfg->quota_ns, cfg->period_ns);
+		task_limit(cfg, &l);
+		bw_refill(&tctx->bw, now, &l);
 		own = bw_throttled(&tctx->bw);
 	}
 	return own || (tctx->nr_cg && cg_scan(tctx, now, NULL));
@@ -52,6 +65,7 @@ static void charge(const struct task_struct *p, struct task_ctx *tctx,
 {
 	u64 exec = p->se.sum_exec_runtime;
 	u64 delta = exec > tctx->last_exec_ns ? exec - tctx->last_exec_ns : 0;
+	struct bw_limit l;
 
 	if (!delta)
 		return;
@@ -59,11 +73,12 @@ static void charge(const struct task_struct *p, struct task_ctx *tctx,
 	tctx->runtime_ns += delta;
 	if (tctx->class == CLASS_RR)
 		tctx->vtime += vtime_cost(delta, p->scx.weight);
-	if (tctx->limited && cfg->quota_ns &&
-	    bw_charge_span(&tctx->bw, now - delta, now, cfg->quota_ns,
-			   cfg->period_ns))
-		stat_inc(CNT_THROTTLE);
-	if (tctx->nr_cg && cg_charge(tctx, now, delta))
+	if (tctx->limited && cfg->quota_ns) {
+		task_limit(cfg, &l);
+		if (bw_charge_span(&tctx->bw, now - delta, now, &l))
+			stat_inc(CNT_THROTTLE);
+	}
+	if (tctx->nr_cg && cg_charge(tctx, cfg, now, delta))
 		stat_inc(CNT_CG_THROTTLE);
 }
 
@@ -71,10 +86,13 @@ static void charge(const struct task_struct *p, struct task_ctx *tctx,
 static u64 release_time(const struct task_ctx *tctx,
 			const struct fq_config *cfg, u64 now)
 {
+	struct bw_limit l;
 	u64 at = 0, cg;
 
-	if (tctx->limited && bw_throttled(&tctx->bw))
-		at = bw_release_at(&tctx->bw, cfg->quota_ns, cfg->period_ns);
+	if (tctx->limited && bw_throttled(&tctx->bw)) {
+		task_limit(cfg, &l);
+		at = bw_release_at(&tctx->bw, &l);
+	}
 	cg = tctx->nr_cg ? cg_scan(tctx, now, NULL) : 0;
 	if (cg > at)
 		at = cg;

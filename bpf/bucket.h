@@ -5,7 +5,7 @@
  *
  * A bucket holds tokens_ns of runtime for the current period. Charging
  * takes tokens; at each period boundary quota_ns is added back, capped at
- * one quota (no saving up across idle periods). Overrun turns into debt
+ * one quota plus the burst (no burst: no saving up across idle periods). Overrun turns into debt
  * that later periods pay off, so a task's long-run share is exactly
  * quota/period even though a slice only ends at the next tick. The debt is
  * capped so that no task stays throttled for more than MAX_THROTTLE_NS,
@@ -25,47 +25,94 @@
 #define BW_FN static inline __attribute__((always_inline))
 
 /* Most debt a bucket may carry: a quota per period of MAX_THROTTLE_NS. */
-BW_FN s64 bw_max_debt(u64 quota_ns, u64 period_ns)
+BW_FN s64 bw_max_debt(const struct bw_limit *l)
 {
-	u64 periods = MAX_THROTTLE_NS / period_ns;
+	u64 periods = MAX_THROTTLE_NS / l->period_ns;
 
 	if (periods < 1)
 		periods = 1;
-	return (s64)(quota_ns * (periods - 1));
+	return (s64)(l->quota_ns * (periods - 1));
 }
 
-/* Bring @b up to the period containing @now, adding quota per period. */
-BW_FN void bw_refill(struct bw_bucket *b, u64 now, u64 quota_ns,
-			     u64 period_ns)
+/*
+ * Smooth mode: the limit @l enforced over sub-periods of at most
+ * @max_stall_ns (0: off), each with its share of the quota, so a
+ * throttled bucket waits at most about one sub-period whatever the
+ * configured period. A sub-period's quota is never below
+ * BW_MIN_SUB_QUOTA_NS (tiny turns cost more than they smooth). The share
+ * is unchanged (both are divided by the same k, a relative error below
+ * k/quota); the burst is not divided.
+ */
+BW_FN void bw_smooth(const struct bw_limit *l, u64 max_stall_ns,
+		     struct bw_limit *out)
 {
-	u64 n, deficit;
+	u64 k, kmax;
+
+	*out = *l;
+	if (!max_stall_ns || l->period_ns <= max_stall_ns)
+		return;
+	k = (l->period_ns + max_stall_ns - 1) / max_stall_ns;
+	kmax = l->quota_ns / BW_MIN_SUB_QUOTA_NS;
+	if (k > kmax)
+		k = kmax;
+	if (k < 2)
+		return;
+	out->quota_ns = l->quota_ns / k;
+	out->period_ns = l->period_ns / k;
+}
+
+/*
+ * Bring @b up to the period containing @now, adding quota per period up to
+ * quota + burst (cgroup v2's cpu.max.burst: unused quota saved up to the
+ * burst; no burst, no saving across idle periods). Like the kernel, count
+ * a burst when the runtime drawn from the tokens since the last refill
+ * exceeded a quota: only saved tokens count, never overrun.
+ */
+BW_FN void bw_refill(struct bw_bucket *b, u64 now, const struct bw_limit *l)
+{
+	u64 n, room, cap = l->quota_ns + l->burst_ns;
+	s64 used;
 
 	if (!b->period_start_ns) {
 		b->period_start_ns = now;
-		b->tokens_ns = quota_ns;
+		b->tokens_ns = l->quota_ns;
+		b->snap_ns = b->tokens_ns;
 		return;
 	}
 	if (now < b->period_start_ns)
 		return;
-	n = (now - b->period_start_ns) / period_ns;
+	n = (now - b->period_start_ns) / l->period_ns;
 	if (!n)
 		return;
-	b->period_start_ns += n * period_ns;
-	deficit = (u64)((s64)quota_ns - b->tokens_ns);
-	if ((s64)quota_ns <= b->tokens_ns || n > deficit / quota_ns)
-		b->tokens_ns = quota_ns;
-	else
-		b->tokens_ns += (s64)(n * quota_ns);
+	b->period_start_ns += n * l->period_ns;
+	/* Saved quota drawn on (overrun into debt is not a burst). */
+	used = b->snap_ns - b->tokens_ns;
+	if (used > b->snap_ns)
+		used = b->snap_ns;
+	if (used > (s64)l->quota_ns) {
+		b->nr_bursts++;
+		b->burst_ns += (u64)used - l->quota_ns;
+	}
+	if (b->tokens_ns >= (s64)cap) {
+		b->tokens_ns = cap;
+	} else {
+		room = (u64)((s64)cap - b->tokens_ns);
+		if (n > room / l->quota_ns)
+			b->tokens_ns = cap;
+		else
+			b->tokens_ns += (s64)(n * l->quota_ns);
+	}
+	b->snap_ns = b->tokens_ns;
 }
 
 /*
  * Charge @delta_ns of runtime. Return true if this charge emptied the
  * bucket (a throttle event).
  */
-BW_FN int bw_charge(struct bw_bucket *b, u64 delta_ns, u64 quota_ns,
-			    u64 period_ns)
+BW_FN int bw_charge(struct bw_bucket *b, u64 delta_ns,
+		    const struct bw_limit *l)
 {
-	s64 floor = -bw_max_debt(quota_ns, period_ns);
+	s64 floor = -bw_max_debt(l);
 	int was_ok = b->tokens_ns > 0;
 
 	if (b->last_active_ns != b->period_start_ns) {
@@ -94,25 +141,25 @@ BW_FN int bw_charge(struct bw_bucket *b, u64 delta_ns, u64 quota_ns,
  * nanosecond of runtime is paid for once. Return true if the bucket ran dry.
  */
 BW_FN int bw_charge_span(struct bw_bucket *b, u64 start, u64 end,
-				 u64 quota_ns, u64 period_ns)
+			 const struct bw_limit *l)
 {
 	u64 boundary, early = 0;
 	int dry;
 
-	bw_refill(b, start, quota_ns, period_ns);
+	bw_refill(b, start, l);
 	if (start < b->period_start_ns) {
 		early = (end < b->period_start_ns ? end : b->period_start_ns) -
 			start;
 		start = b->period_start_ns;
 	}
 	if (start >= end)
-		return early ? bw_charge(b, early, quota_ns, period_ns) : 0;
-	boundary = b->period_start_ns + period_ns;
+		return early ? bw_charge(b, early, l) : 0;
+	boundary = b->period_start_ns + l->period_ns;
 	if (end <= boundary)
-		return bw_charge(b, end - start + early, quota_ns, period_ns);
-	dry = bw_charge(b, boundary - start + early, quota_ns, period_ns);
-	bw_refill(b, end, quota_ns, period_ns);
-	return bw_charge(b, end - boundary, quota_ns, period_ns) || dry;
+		return bw_charge(b, end - start + early, l);
+	dry = bw_charge(b, boundary - start + early, l);
+	bw_refill(b, end, l);
+	return bw_charge(b, end - boundary, l) || dry;
 }
 
 BW_FN int bw_throttled(const struct bw_bucket *b)
@@ -121,14 +168,13 @@ BW_FN int bw_throttled(const struct bw_bucket *b)
 }
 
 /* First period start at which a throttled bucket has tokens again. */
-BW_FN u64 bw_release_at(const struct bw_bucket *b, u64 quota_ns,
-				u64 period_ns)
+BW_FN u64 bw_release_at(const struct bw_bucket *b, const struct bw_limit *l)
 {
 	u64 k = 1;
 
 	if (b->tokens_ns < 0)
-		k += (u64)(-b->tokens_ns) / quota_ns;
-	return b->period_start_ns + k * period_ns;
+		k += (u64)(-b->tokens_ns) / l->quota_ns;
+	return b->period_start_ns + k * l->period_ns;
 }
 
 /* Mark @b parked at @now (throttled and waiting). */

@@ -32,7 +32,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_LIMITED_CGROUPS);
 	__type(key, u64);
-	__type(value, struct cg_limit);
+	__type(value, struct bw_limit);
 } cgroup_limits SEC(".maps");
 
 /*
@@ -45,7 +45,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_LIMITED_CGROUPS);
 	__type(key, u64);
-	__type(value, struct cg_limit);
+	__type(value, struct bw_limit);
 } cgroup_kernel_limits SEC(".maps");
 
 /* Generation and number of cgroup_kernel_limits entries. */
@@ -53,24 +53,26 @@ u64 kern_cg_gen;
 s64 kern_nr_cgroups;
 
 /* The limit in force for cgroup @id: the command line's, else cpu.max. */
-static struct cg_limit *cg_limit_of(u64 id)
+static struct bw_limit *cg_limit_of(u64 id)
 {
-	struct cg_limit *l = bpf_map_lookup_elem(&cgroup_limits, &id);
+	struct bw_limit *l = bpf_map_lookup_elem(&cgroup_limits, &id);
 
 	return l ?: bpf_map_lookup_elem(&cgroup_kernel_limits, &id);
 }
 
 /*
- * cpu.max of @cgrp is now @quota_us per @period_us (quota ~0: "max", no
- * limit). A full map is counted (CNT_CG_FULL) and reported by the daemon,
- * never dropped silently.
+ * cpu.max of @cgrp is now @quota_us per @period_us with @burst_us of
+ * cpu.max.burst (quota ~0: "max", no limit). A full map is counted
+ * (CNT_CG_FULL) and reported by the daemon, never dropped silently.
  */
-static void cg_kernel_set(struct cgroup *cgrp, u64 period_us, u64 quota_us)
+static void cg_kernel_set(struct cgroup *cgrp, u64 period_us, u64 quota_us,
+			  u64 burst_us)
 {
 	u64 id = BPF_CORE_READ(cgrp, kn, id);
-	struct cg_limit l = {
+	struct bw_limit l = {
 		.quota_ns = quota_us * NSEC_PER_USEC,
 		.period_ns = period_us * NSEC_PER_USEC,
+		.burst_ns = burst_us * NSEC_PER_USEC,
 	};
 	bool had = bpf_map_lookup_elem(&cgroup_kernel_limits, &id);
 
@@ -206,44 +208,89 @@ static u64 cg_scan(const struct task_ctx *tctx, u64 now, s64 *tokens)
 }
 
 /*
- * Charge the runtime [@now - @delta, @now) to every limited cgroup on
- * @tctx's path, each under its own lock. A group whose bucket runs dry is
- * throttled until its release time. Return true if one ran dry.
+ * Charge the runtime [@now - @delta, @now) to limited cgroup @id, under its
+ * lock, by its limit as smooth mode (@max_stall_ns) enforces it. A group
+ * whose bucket runs dry is throttled until its release time. Return 1 if
+ * this charge ran it dry. A global function: the verifier checks it once,
+ * not once per charge point and path.
  */
-static bool cg_charge(const struct task_ctx *tctx, u64 now, u64 delta)
+__noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta)
 {
-	struct cg_limit *lim;
+	struct bw_limit *lim, l;
 	struct cg_state *st;
-	bool dry_any = false;
-	u64 id, q, per, until;
-	u32 i;
+	u64 until;
 	int dry;
+
+	lim = cg_limit_of(id);
+	st = bpf_map_lookup_elem(&cgroup_states, &id);
+	if (!lim || !st || !lim->quota_ns || !lim->period_ns)
+		return 0;
+	bw_smooth(lim, max_stall_ns, &l);
+	bpf_spin_lock(&st->lock);
+	dry = bw_charge_span(&st->u.bw, now - delta, now, &l);
+	st->u.usage_ns += delta;
+	if (bw_throttled(&st->u.bw)) {
+		until = bw_release_at(&st->u.bw, &l);
+		if (dry)
+			st->u.bw.throttled_ns += until - now;
+		st->u.throttled_until_ns = until;
+	} else {
+		st->u.throttled_until_ns = 0;
+	}
+	bpf_spin_unlock(&st->lock);
+	return dry ? 1 : 0;
+}
+
+/*
+ * Bring limited cgroup @id's bucket up to the period of @now, so that its
+ * tokens can be read (cg_scan()) to size a turn. A global function, like
+ * fq_cg_charge_one().
+ */
+__noinline int fq_cg_refill_one(u64 id, u64 max_stall_ns, u64 now)
+{
+	struct bw_limit *lim, l;
+	struct cg_state *st;
+
+	lim = cg_limit_of(id);
+	st = bpf_map_lookup_elem(&cgroup_states, &id);
+	if (!lim || !st || !lim->quota_ns || !lim->period_ns)
+		return 0;
+	bw_smooth(lim, max_stall_ns, &l);
+	bpf_spin_lock(&st->lock);
+	bw_refill(&st->u.bw, now, &l);
+	bpf_spin_unlock(&st->lock);
+	return 0;
+}
+
+/* Refill every limited cgroup on @tctx's path (a turn is being sized). */
+static void cg_refill(const struct task_ctx *tctx, const struct fq_config *cfg,
+		      u64 now)
+{
+	u32 i;
 
 	bpf_for(i, 0, MAX_TASK_CGROUPS) {
 		if (i >= tctx->nr_cg)
 			break;
-		id = tctx->cg_ids[i & (MAX_TASK_CGROUPS - 1)];
-		lim = cg_limit_of(id);
-		st = bpf_map_lookup_elem(&cgroup_states, &id);
-		if (!lim || !st)
-			continue;
-		q = lim->quota_ns;
-		per = lim->period_ns;
-		if (!q || !per)
-			continue;
-		bpf_spin_lock(&st->lock);
-		dry = bw_charge_span(&st->u.bw, now - delta, now, q, per);
-		st->u.usage_ns += delta;
-		if (bw_throttled(&st->u.bw)) {
-			until = bw_release_at(&st->u.bw, q, per);
-			if (dry)
-				st->u.bw.throttled_ns += until - now;
-			st->u.throttled_until_ns = until;
-		} else {
-			st->u.throttled_until_ns = 0;
-		}
-		bpf_spin_unlock(&st->lock);
-		if (dry)
+		fq_cg_refill_one(tctx->cg_ids[i & (MAX_TASK_CGROUPS - 1)],
+				 cfg->max_stall_ns, now);
+	}
+}
+
+/*
+ * Charge the runtime [@now - @delta, @now) to every limited cgroup on
+ * @tctx's path. Return true if one ran dry.
+ */
+static bool cg_charge(const struct task_ctx *tctx, const struct fq_config *cfg,
+		      u64 now, u64 delta)
+{
+	bool dry_any = false;
+	u32 i;
+
+	bpf_for(i, 0, MAX_TASK_CGROUPS) {
+		if (i >= tctx->nr_cg)
+			break;
+		if (fq_cg_charge_one(tctx->cg_ids[i & (MAX_TASK_CGROUPS - 1)],
+				     cfg->max_stall_ns, now, delta))
 			dry_any = true;
 	}
 	return dry_any;

@@ -35,6 +35,8 @@ enum consts {
 
 	/* Longest a task stays throttled to pay off overrun (debt cap). */
 	MAX_THROTTLE_NS		= 2000ULL * 1000 * 1000,
+	/* Smallest quota of a smooth-mode sub-period (see bw_smooth()). */
+	BW_MIN_SUB_QUOTA_NS	= 500ULL * 1000,
 
 	/* Bounds of the per-LLC housekeeping timer's interval. */
 	SCAN_MIN_NS		= 2ULL * 1000 * 1000,
@@ -100,6 +102,7 @@ struct fq_config {
 	u64 cg_gen;		/* bumped whenever cgroup_limits changes */
 	u32 nr_cgroups;		/* entries in cgroup_limits (0: skip cgroups) */
 	u32 __pad;
+	u64 max_stall_ns;	/* smooth mode: longest sub-period, 0 = off */
 };
 
 
@@ -137,17 +140,21 @@ struct bw_bucket {
 	u64 nr_throttled;	/* times the bucket ran dry */
 	u64 throttled_ns;	/* total time spent parked while throttled */
 	u64 parked_at_ns;	/* when the task was parked, 0 = not parked */
+	s64 snap_ns;		/* tokens right after the last refill */
+	u64 nr_bursts;		/* periods that used more than a quota */
+	u64 burst_ns;		/* runtime used beyond the quota, in total */
 };
 
 /*
- * A cgroup's limit, the value of the "cgroup_limits" map (key: the cgroup
+ * A limit: a cgroup's is the value of the "cgroup_limits" map (key: the cgroup
  * id, the inode number of its directory in cgroup2fs). Written by the
  * daemon; after a change it bumps fq_config.cg_gen so that tasks look
  * again at which limits apply to them.
  */
-struct cg_limit {
+struct bw_limit {
 	u64 quota_ns;		/* runtime per period for the whole group */
 	u64 period_ns;
+	u64 burst_ns;		/* unused quota that may be saved (cpu.max.burst) */
 };
 
 /* A limited cgroup's usage, as the daemon reads it from "cgroup_states". */

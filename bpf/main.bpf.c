@@ -517,21 +517,22 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_init)
 s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_cgroup_init, struct cgroup *cgrp,
 			     struct scx_cgroup_init_args *args)
 {
-	cg_kernel_set(cgrp, args->bw_period_us, args->bw_quota_us);
+	cg_kernel_set(cgrp, args->bw_period_us, args->bw_quota_us,
+		      args->bw_burst_us);
 	return 0;
 }
 
 void BPF_STRUCT_OPS(fairquota_cgroup_set_bandwidth, struct cgroup *cgrp,
 		    u64 period_us, u64 quota_us, u64 burst_us)
 {
-	cg_kernel_set(cgrp, period_us, quota_us);
+	cg_kernel_set(cgrp, period_us, quota_us, burst_us);
 }
 
 void BPF_STRUCT_OPS(fairquota_cgroup_exit, struct cgroup *cgrp)
 {
 	u64 id = BPF_CORE_READ(cgrp, kn, id);
 
-	cg_kernel_set(cgrp, 0, (u64)-1);
+	cg_kernel_set(cgrp, 0, (u64)-1, 0);
 	if (!bpf_map_lookup_elem(&cgroup_limits, &id))
 		bpf_map_delete_elem(&cgroup_states, &id);
 }

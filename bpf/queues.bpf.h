@@ -107,6 +107,8 @@ static u64 rr_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
 	if (tctx->nr_cg) {
 		s64 t;
 
+		/* Tokens of this period, not of the last charge's. */
+		cg_refill(tctx, cfg, bpf_ktime_get_ns());
 		cg_scan(tctx, 0, &t);
 		if (t > 0 && (u64)t < slice)
 			slice = t;

@@ -21,13 +21,43 @@ const CGROUP2_SUPER_MAGIC: i64 = 0x63677270;
 /// Largest quota per period: as many CPUs as the scheduler handles.
 pub const QUOTA_PERIODS_MAX: u64 = bpf_intf::consts_MAX_CPUS as u64;
 
-/// A limit as given on the command line: `PATH=QUOTA/PERIOD` (µs, as in
-/// cpu.max), or `PATH=max` to remove one (`set` only).
+/// A limit in microseconds, as in cpu.max and cpu.max.burst.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limit {
+    pub quota_us: u64,
+    pub period_us: u64,
+    pub burst_us: u64,
+}
+
+impl Limit {
+    pub fn new(quota_us: u64, period_us: u64, burst_us: u64) -> Self {
+        Limit {
+            quota_us,
+            period_us,
+            burst_us,
+        }
+    }
+}
+
+impl fmt::Display for Limit {
+    /// `QUOTA/PERIOD`, `/BURST` only when there is one.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.quota_us, self.period_us)?;
+        if self.burst_us != 0 {
+            write!(f, "/{}", self.burst_us)?;
+        }
+        Ok(())
+    }
+}
+
+/// A limit as given on the command line: `PATH=QUOTA/PERIOD[/BURST]` (µs,
+/// as in cpu.max and cpu.max.burst), or `PATH=max` to remove one (`set`
+/// only).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CgroupArg {
     pub path: String,
     /// `None`: `max`, no limit.
-    pub limit: Option<(u64, u64)>,
+    pub limit: Option<Limit>,
 }
 
 impl FromStr for CgroupArg {
@@ -36,8 +66,8 @@ impl FromStr for CgroupArg {
     fn from_str(s: &str) -> Result<Self, String> {
         let bad = || {
             format!(
-                "'{s}' is not PATH=QUOTA/PERIOD (microseconds, as in cpu.max, e.g. \
-                 system.slice/docker-1234.scope=20000/100000) or PATH=max"
+                "'{s}' is not PATH=QUOTA/PERIOD[/BURST] (microseconds, as in cpu.max and \
+                 cpu.max.burst, e.g. system.slice/docker-1234.scope=20000/100000) or PATH=max"
             )
         };
         let (path, spec) = s.rsplit_once('=').ok_or_else(bad)?;
@@ -50,20 +80,29 @@ impl FromStr for CgroupArg {
                 limit: None,
             });
         }
-        let (q, p) = spec.split_once('/').ok_or_else(bad)?;
-        let quota: u64 = q.parse().map_err(|_| bad())?;
-        let period: u64 = p.parse().map_err(|_| bad())?;
-        check_limit(quota, period).map_err(|m| format!("{s}: {m}"))?;
+        let nums: Vec<&str> = spec.split('/').collect();
+        if !(2..=3).contains(&nums.len()) {
+            return Err(bad());
+        }
+        let num = |t: &str| t.parse::<u64>().map_err(|_| bad());
+        let l = Limit::new(
+            num(nums[0])?,
+            num(nums[1])?,
+            nums.get(2).map_or(Ok(0), |t| num(t))?,
+        );
+        check_limit(&l).map_err(|m| format!("{s}: {m}"))?;
         Ok(CgroupArg {
             path: path.to_string(),
-            limit: Some((quota, period)),
+            limit: Some(l),
         })
     }
 }
 
 /// cpu.max's own limits: period 1 ms..1 s, quota at least 1 ms (and at most
-/// one period per CPU the scheduler handles).
-pub fn check_limit(quota_us: u64, period_us: u64) -> Result<(), String> {
+/// one period per CPU the scheduler handles); cpu.max.burst's: at most the
+/// quota.
+pub fn check_limit(l: &Limit) -> Result<(), String> {
+    let (quota_us, period_us) = (l.quota_us, l.period_us);
     if !(PERIOD_US_MIN..=PERIOD_US_MAX).contains(&period_us) {
         return Err(format!(
             "period {period_us} us is out of range: cpu.max accepts {PERIOD_US_MIN}..={PERIOD_US_MAX}"
@@ -77,6 +116,12 @@ pub fn check_limit(quota_us: u64, period_us: u64) -> Result<(), String> {
     if quota_us / period_us > QUOTA_PERIODS_MAX {
         return Err(format!(
             "quota {quota_us} us is more than {QUOTA_PERIODS_MAX} CPUs' worth of period {period_us} us"
+        ));
+    }
+    if l.burst_us > quota_us {
+        return Err(format!(
+            "burst {} us is larger than the quota {quota_us} us: cpu.max.burst accepts 0..=quota",
+            l.burst_us
         ));
     }
     Ok(())
@@ -123,8 +168,7 @@ pub fn cgroup_id(dir: &Path) -> Result<u64> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limited {
     pub path: String,
-    pub quota_us: u64,
-    pub period_us: u64,
+    pub limit: Limit,
     /// The limit is the kernel's cpu.max (no command-line limit on it).
     pub from_kernel: bool,
 }
@@ -139,11 +183,10 @@ impl fmt::Display for Limited {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}={}/{} ({:.1}% of a CPU, from {})",
+            "{}={} ({:.1}% of a CPU, from {})",
             self.path,
-            self.quota_us,
-            self.period_us,
-            self.quota_us as f64 * 100.0 / self.period_us as f64,
+            self.limit,
+            self.limit.quota_us as f64 * 100.0 / self.limit.period_us as f64,
             self.source()
         )
     }
@@ -153,7 +196,7 @@ impl fmt::Display for Limited {
 pub fn resolve(args: &[CgroupArg]) -> Result<BTreeMap<u64, Limited>> {
     let mut out = BTreeMap::new();
     for a in args {
-        let Some((quota_us, period_us)) = a.limit else {
+        let Some(limit) = a.limit else {
             bail!(
                 "--cgroup {}=max: nothing to remove at start; give a limit",
                 a.path
@@ -164,8 +207,7 @@ pub fn resolve(args: &[CgroupArg]) -> Result<BTreeMap<u64, Limited>> {
             id,
             Limited {
                 path: a.path.clone(),
-                quota_us,
-                period_us,
+                limit,
                 from_kernel: false,
             },
         );
@@ -182,9 +224,10 @@ pub fn resolve(args: &[CgroupArg]) -> Result<BTreeMap<u64, Limited>> {
 
 fn limit_bytes(l: &Limited) -> Vec<u8> {
     let ns = bpf_intf::consts_NSEC_PER_USEC as u64;
-    let v = bpf_intf::cg_limit {
-        quota_ns: l.quota_us * ns,
-        period_ns: l.period_us * ns,
+    let v = bpf_intf::bw_limit {
+        quota_ns: l.limit.quota_us * ns,
+        period_ns: l.limit.period_us * ns,
+        burst_ns: l.limit.burst_us * ns,
     };
     config::as_bytes(&v).to_vec()
 }
@@ -208,8 +251,8 @@ pub fn remove<L: MapCore, S: MapCore>(limits: &L, states: &S, id: u64) {
     let _ = states.delete(&id.to_ne_bytes());
 }
 
-/// The limits in the map, id -> (quota_us, period_us).
-pub fn read_limits<M: MapCore>(limits: &M) -> BTreeMap<u64, (u64, u64)> {
+/// The limits in the map, by cgroup id.
+pub fn read_limits<M: MapCore>(limits: &M) -> BTreeMap<u64, Limit> {
     let ns = bpf_intf::consts_NSEC_PER_USEC as u64;
     let mut out = BTreeMap::new();
     for key in limits.keys() {
@@ -217,9 +260,12 @@ pub fn read_limits<M: MapCore>(limits: &M) -> BTreeMap<u64, (u64, u64)> {
             continue;
         };
         if let Ok(Some(v)) = limits.lookup(&key, MapFlags::ANY)
-            && let Some(c) = config::from_bytes::<bpf_intf::cg_limit>(&v)
+            && let Some(c) = config::from_bytes::<bpf_intf::bw_limit>(&v)
         {
-            out.insert(u64::from_ne_bytes(k), (c.quota_ns / ns, c.period_ns / ns));
+            out.insert(
+                u64::from_ne_bytes(k),
+                Limit::new(c.quota_ns / ns, c.period_ns / ns, c.burst_ns / ns),
+            );
         }
     }
     out
@@ -232,6 +278,8 @@ pub struct Usage {
     pub nr_periods: u64,
     pub nr_throttled: u64,
     pub throttled_ns: u64,
+    pub nr_bursts: u64,
+    pub burst_ns: u64,
 }
 
 /// Decode a `struct cg_state` value: a bpf_spin_lock word, padding, then
@@ -243,6 +291,8 @@ pub fn parse_state(bytes: &[u8]) -> Option<Usage> {
         nr_periods: u.bw.nr_periods,
         nr_throttled: u.bw.nr_throttled,
         throttled_ns: u.bw.throttled_ns,
+        nr_bursts: u.bw.nr_bursts,
+        burst_ns: u.bw.burst_ns,
     })
 }
 
@@ -265,17 +315,20 @@ pub fn format_row(l: &Limited, now: &Usage, prev: &Usage, interval_ns: u64) -> S
         d as f64 * 100.0 / interval_ns as f64
     };
     format!(
-        "cgroup {} from={} quota={}/{} cpu={:.1}% usage_usec={} nr_periods={} nr_throttled={} \
-         throttled_usec={}",
+        "cgroup {} from={} quota={}/{} burst={} cpu={:.1}% usage_usec={} nr_periods={} \
+         nr_throttled={} throttled_usec={} nr_bursts={} burst_usec={}",
         l.path,
         l.source(),
-        l.quota_us,
-        l.period_us,
+        l.limit.quota_us,
+        l.limit.period_us,
+        l.limit.burst_us,
         share,
         now.usage_ns / 1000,
         now.nr_periods,
         now.nr_throttled,
-        now.throttled_ns / 1000
+        now.throttled_ns / 1000,
+        now.nr_bursts,
+        now.burst_ns / 1000
     )
 }
 
@@ -315,7 +368,7 @@ mod tests {
             "system.slice/docker-1.scope=20000/100000".parse(),
             Ok(CgroupArg {
                 path: "system.slice/docker-1.scope".into(),
-                limit: Some((20000, 100000))
+                limit: Some(Limit::new(20000, 100000, 0))
             })
         );
         assert_eq!(
@@ -327,6 +380,13 @@ mod tests {
         );
         // A quota above the period is more than one CPU, as in cpu.max.
         assert!("a=150000/100000".parse::<CgroupArg>().is_ok());
+        // An optional burst, as in cpu.max.burst.
+        assert_eq!(
+            "a=20000/100000/5000".parse::<CgroupArg>().unwrap().limit,
+            Some(Limit::new(20000, 100000, 5000))
+        );
+        assert_eq!(Limit::new(20000, 100000, 5000).to_string(), "20000/100000/5000");
+        assert_eq!(Limit::new(20000, 100000, 0).to_string(), "20000/100000");
     }
 
     #[test]
@@ -338,6 +398,8 @@ mod tests {
             "a=x/10000",
             "a=1000/y",
             "a=-1/10000",
+            "a=1000/10000/",
+            "a=1000/10000/1/2",
         ] {
             let e = bad.parse::<CgroupArg>().unwrap_err();
             assert!(e.contains("PATH=QUOTA/PERIOD"), "{bad}: {e}");
@@ -348,8 +410,17 @@ mod tests {
         assert!(e.contains("out of range"), "{e}");
         let e = "a=2000000/1000001".parse::<CgroupArg>().unwrap_err();
         assert!(e.contains("out of range"), "{e}");
-        assert!(check_limit(1000, 1000).is_ok());
-        assert!(check_limit(1_000_000 * (QUOTA_PERIODS_MAX + 1), 1_000_000).is_err());
+        let e = "a=1000/10000/1001".parse::<CgroupArg>().unwrap_err();
+        assert!(e.contains("burst 1001 us is larger than the quota"), "{e}");
+        assert!(check_limit(&Limit::new(1000, 1000, 1000)).is_ok());
+        assert!(
+            check_limit(&Limit::new(
+                1_000_000 * (QUOTA_PERIODS_MAX + 1),
+                1_000_000,
+                0
+            ))
+            .is_err()
+        );
     }
 
     #[test]
@@ -372,6 +443,9 @@ mod tests {
                 nr_throttled: 7,
                 throttled_ns: 80_000_000,
                 parked_at_ns: 0,
+                snap_ns: 0,
+                nr_bursts: 2,
+                burst_ns: 3_000_000,
             },
             usage_ns: 2_000_000_000,
             throttled_until_ns: 0,
@@ -386,15 +460,14 @@ mod tests {
         };
         let l = Limited {
             path: "a".into(),
-            quota_us: 2000,
-            period_us: 10000,
+            limit: Limit::new(2000, 10000, 1000),
             from_kernel: false,
         };
         let row = format_row(&l, &now, &prev, 1_000_000_000);
         assert_eq!(
             row,
-            "cgroup a from=cli quota=2000/10000 cpu=20.0% usage_usec=2000000 nr_periods=12 \
-             nr_throttled=7 throttled_usec=80000"
+            "cgroup a from=cli quota=2000/10000 burst=1000 cpu=20.0% usage_usec=2000000 \
+             nr_periods=12 nr_throttled=7 throttled_usec=80000 nr_bursts=2 burst_usec=3000"
         );
         assert!(parse_state(&bytes[..8]).is_none());
     }

@@ -25,6 +25,10 @@ pub const DEFAULT_SLICE_MIN_US: u64 = 500;
 pub const DEFAULT_PERIOD_US: u64 = 100_000;
 pub const DEFAULT_GUARD_MS: u64 = 100;
 pub const DEFAULT_FIFO_BELOW_NICE: i32 = 0;
+/// Smooth mode: longest sub-period a limit is enforced over (0 = off).
+pub const MAX_STALL_US_MIN: u64 = 1_000;
+pub const MAX_STALL_US_MAX: u64 = 1_000_000;
+pub const DEFAULT_MAX_STALL_US: u64 = 0;
 
 /// How an RR task's slice is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -55,6 +59,9 @@ pub struct Tunables {
     pub quota_us: Option<u64>,
     pub guard_ms: u64,
     pub fifo_below_nice: i32,
+    /// Smooth mode: limits are enforced over sub-periods of at most this
+    /// long (0: off, over the configured period as CFS does).
+    pub max_stall_us: u64,
     /// Generation of the `cgroup_limits` map (bumped on every change) and
     /// its number of entries; not options, carried for the BPF side.
     pub cgroup_gen: u64,
@@ -71,6 +78,7 @@ impl Default for Tunables {
             quota_us: None,
             guard_ms: DEFAULT_GUARD_MS,
             fifo_below_nice: DEFAULT_FIFO_BELOW_NICE,
+            max_stall_us: DEFAULT_MAX_STALL_US,
             cgroup_gen: 0,
             nr_cgroups: 0,
         }
@@ -88,6 +96,7 @@ pub struct Update {
     pub no_quota: bool,
     pub guard_ms: Option<u64>,
     pub fifo_below_nice: Option<i32>,
+    pub max_stall_us: Option<u64>,
 }
 
 impl Tunables {
@@ -103,6 +112,15 @@ impl Tunables {
             SLICE_US_MAX,
         )?;
         check_range("--guard-ms", self.guard_ms, GUARD_MS_MIN, GUARD_MS_MAX)?;
+        if self.max_stall_us != 0 {
+            check_range(
+                "--max-stall-us",
+                self.max_stall_us,
+                MAX_STALL_US_MIN,
+                MAX_STALL_US_MAX,
+            )
+            .map_err(|e| format!("{e} (or 0 for off)"))?;
+        }
         if !(-20..=20).contains(&self.fifo_below_nice) {
             return Err(format!(
                 "--fifo-below-nice {} is out of range: use -20..=20",
@@ -147,6 +165,7 @@ impl Tunables {
             },
             guard_ms: u.guard_ms.unwrap_or(self.guard_ms),
             fifo_below_nice: u.fifo_below_nice.unwrap_or(self.fifo_below_nice),
+            max_stall_us: u.max_stall_us.unwrap_or(self.max_stall_us),
             cgroup_gen: self.cgroup_gen,
             nr_cgroups: self.nr_cgroups,
         }
@@ -169,6 +188,7 @@ impl Tunables {
             cg_gen: self.cgroup_gen,
             nr_cgroups: self.nr_cgroups,
             __pad: 0,
+            max_stall_ns: self.max_stall_us * ns,
         }
     }
 
@@ -187,6 +207,7 @@ impl Tunables {
             quota_us: (c.quota_ns != 0).then_some(c.quota_ns / ns),
             guard_ms: c.guard_ns / ns / 1000,
             fifo_below_nice: c.fifo_below_nice,
+            max_stall_us: c.max_stall_ns / ns,
             cgroup_gen: c.cg_gen,
             nr_cgroups: c.nr_cgroups,
         }
@@ -214,7 +235,11 @@ impl fmt::Display for Tunables {
             f,
             " fifo_below_nice={} guard={}ms",
             self.fifo_below_nice, self.guard_ms
-        )
+        )?;
+        match self.max_stall_us {
+            0 => write!(f, " smooth=off"),
+            s => write!(f, " smooth={s}us"),
+        }
     }
 }
 
@@ -257,6 +282,22 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         assert_eq!(Tunables::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn max_stall_is_off_or_in_range() {
+        let t = |us| Tunables {
+            max_stall_us: us,
+            ..Default::default()
+        };
+        assert_eq!(t(0).validate(), Ok(()));
+        assert_eq!(t(10_000).validate(), Ok(()));
+        let e = t(500).validate().unwrap_err();
+        assert!(e.contains("--max-stall-us 500") && e.contains("or 0 for off"), "{e}");
+        assert!(t(2_000_000).validate().is_err());
+        let c = t(10_000).to_bpf();
+        assert_eq!(c.max_stall_ns, 10_000_000);
+        assert_eq!(Tunables::from_bpf(&c).max_stall_us, 10_000);
     }
 
     #[test]
@@ -320,6 +361,7 @@ mod tests {
             quota_us: Some(2000),
             guard_ms: 50,
             fifo_below_nice: -2,
+            max_stall_us: 5000,
             cgroup_gen: 7,
             nr_cgroups: 3,
         };

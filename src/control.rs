@@ -209,11 +209,10 @@ pub fn set(u: &Update, cgs: &[CgroupArg]) -> Result<()> {
         for a in cgs {
             let id = cgroups::cgroup_id(&cgroups::cgroup_dir(&a.path))?;
             match a.limit {
-                Some((quota_us, period_us)) => {
+                Some(limit) => {
                     let l = cgroups::Limited {
                         path: a.path.clone(),
-                        quota_us,
-                        period_us,
+                        limit,
                         from_kernel: false,
                     };
                     cgroups::write_limit(&limits, id, &l)?;

@@ -100,11 +100,18 @@ struct RunOpts {
           value_parser = value_parser!(u64).range(config::GUARD_MS_MIN..=config::GUARD_MS_MAX))]
     guard_ms: u64,
 
+    /// Smooth mode: enforce every quota (per task and per cgroup) over
+    /// sub-periods of at most this many microseconds, each with its share
+    /// of the quota, so a throttled group waits about this long at most
+    /// whatever its period (1000..=1000000; 0 = off, whole periods as CFS).
+    #[arg(long, default_value_t = config::DEFAULT_MAX_STALL_US)]
+    max_stall_us: u64,
+
     /// Limit a cgroup v2 group and its descendants together to QUOTA us of
     /// CPU time per PERIOD us across all CPUs, like its cpu.max
     /// (PATH=QUOTA/PERIOD, PATH absolute or relative to /sys/fs/cgroup;
     /// a quota above the period is more than one CPU). Repeatable.
-    #[arg(long = "cgroup", value_name = "PATH=QUOTA/PERIOD")]
+    #[arg(long = "cgroup", value_name = "PATH=QUOTA/PERIOD[/BURST]")]
     cgroups: Vec<cgroups::CgroupArg>,
 
     /// Print statistics every this many seconds (0 = off).
@@ -161,9 +168,12 @@ struct SetOpts {
     /// New starvation guard in milliseconds.
     #[arg(long, value_parser = value_parser!(u64).range(config::GUARD_MS_MIN..=config::GUARD_MS_MAX))]
     guard_ms: Option<u64>,
-    /// Limit a cgroup (PATH=QUOTA/PERIOD) or lift its limit (PATH=max).
-    /// Repeatable.
-    #[arg(long = "cgroup", value_name = "PATH=QUOTA/PERIOD|PATH=max")]
+    /// New smooth-mode sub-period bound in microseconds (0 = off).
+    #[arg(long)]
+    max_stall_us: Option<u64>,
+    /// Limit a cgroup (PATH=QUOTA/PERIOD[/BURST]) or lift its limit
+    /// (PATH=max). Repeatable.
+    #[arg(long = "cgroup", value_name = "PATH=QUOTA/PERIOD[/BURST]|PATH=max")]
     cgroups: Vec<cgroups::CgroupArg>,
 }
 
@@ -187,6 +197,7 @@ impl RunOpts {
             quota_us: self.quota_us,
             guard_ms: self.guard_ms,
             fifo_below_nice: self.fifo_below_nice,
+            max_stall_us: self.max_stall_us,
             ..Default::default()
         }
     }
@@ -203,6 +214,7 @@ impl SetOpts {
             no_quota: self.no_quota,
             guard_ms: self.guard_ms,
             fifo_below_nice: self.fifo_below_nice,
+            max_stall_us: self.max_stall_us,
         }
     }
 }

@@ -202,13 +202,13 @@ impl<'a> Scheduler<'a> {
     fn sync_cgroups(&mut self) {
         let cli = cgroups::read_limits(&self.skel.maps.cgroup_limits);
         let kernel = cgroups::read_limits(&self.skel.maps.cgroup_kernel_limits);
-        let mut merged: Vec<(u64, (u64, u64), bool)> =
+        let mut merged: Vec<(u64, cgroups::Limit, bool)> =
             kernel.iter().map(|(id, l)| (*id, *l, true)).collect();
         merged.retain(|(id, _, _)| !cli.contains_key(id));
         merged.extend(cli.iter().map(|(id, l)| (*id, *l, false)));
         self.cgroups
             .retain(|id, _| cli.contains_key(id) || kernel.contains_key(id));
-        for (id, (quota_us, period_us), from_kernel) in merged {
+        for (id, limit, from_kernel) in merged {
             let path = match self.cgroups.get(&id) {
                 Some(l) => l.path.clone(),
                 None => cgroups::find_path(id).unwrap_or_else(|| format!("(id {id})")),
@@ -217,8 +217,7 @@ impl<'a> Scheduler<'a> {
                 id,
                 Limited {
                     path,
-                    quota_us,
-                    period_us,
+                    limit,
                     from_kernel,
                 },
             );
@@ -267,16 +266,27 @@ impl<'a> Scheduler<'a> {
         }
     }
 
-    /// One line per limited cgroup, its share over `elapsed_ns` since `prev`.
-    fn print_cgroups(&self, prev: &mut HashMap<u64, Usage>, elapsed_ns: u64) {
-        let mut next = HashMap::new();
+    /// The usage of every limited cgroup now.
+    fn cgroup_usage(&self) -> HashMap<u64, Usage> {
+        self.cgroups
+            .keys()
+            .map(|id| (*id, cgroups::read_usage(&self.skel.maps.cgroup_states, *id)))
+            .collect()
+    }
+
+    /// One line per limited cgroup: usage `now`, its share over
+    /// `elapsed_ns` since `prev`.
+    fn print_cgroups(
+        &self,
+        now: &HashMap<u64, Usage>,
+        prev: &HashMap<u64, Usage>,
+        elapsed_ns: u64,
+    ) {
         for (id, l) in &self.cgroups {
-            let now = cgroups::read_usage(&self.skel.maps.cgroup_states, *id);
+            let u = now.get(id).copied().unwrap_or_default();
             let before = prev.get(id).copied().unwrap_or_default();
-            println!("{}", cgroups::format_row(l, &now, &before, elapsed_ns));
-            next.insert(*id, now);
+            println!("{}", cgroups::format_row(l, &u, &before, elapsed_ns));
         }
-        *prev = next;
     }
 
     fn print_stats(
@@ -334,17 +344,26 @@ impl<'a> Scheduler<'a> {
             let elapsed = last_stats.elapsed();
             last_stats = Instant::now();
             self.print_stats(start, elapsed, &mut prev_totals, &mut prev_tasks);
-            self.print_cgroups(&mut prev_usage, elapsed.as_nanos() as u64);
+            let usage = self.cgroup_usage();
+            self.print_cgroups(&usage, &prev_usage, elapsed.as_nanos() as u64);
+            prev_usage = usage;
         }
 
         let requested = shutdown.load(Ordering::Relaxed);
         let final_totals = self.totals().unwrap_or_default();
         self.sync_cgroups();
+        // Read before detaching: on detach the kernel exits every cgroup
+        // from the scheduler, which drops the cpu.max groups' state.
+        let final_usage = self.cgroup_usage();
 
         // Detach; the kernel returns every task to its default scheduler.
         let _ = self.struct_ops.take();
         println!("[fairquota] final: {}", final_totals.format(None));
-        self.print_cgroups(&mut HashMap::new(), start.elapsed().as_nanos() as u64);
+        self.print_cgroups(
+            &final_usage,
+            &HashMap::new(),
+            start.elapsed().as_nanos() as u64,
+        );
 
         match uei_report!(&self.skel, uei) {
             Err(e) => Err(e.context(

@@ -10,6 +10,9 @@
 
 #define MS (1000ULL * 1000)
 
+/* A limit without burst, as a pointer for the bucket functions. */
+#define L(q, p) (&(struct bw_limit){ (q), (p), 0 })
+
 static int passed, failed;
 
 #define CHECK(cond)                                                          \
@@ -27,7 +30,7 @@ static void first_refill_fills(void)
 {
 	struct bw_bucket b = { 0 };
 
-	bw_refill(&b, 5 * MS, 2 * MS, 10 * MS);
+	bw_refill(&b, 5 * MS, L(2 * MS, 10 * MS));
 	CHECK(b.tokens_ns == 2 * MS);
 	CHECK(b.period_start_ns == 5 * MS);
 	CHECK(!bw_throttled(&b));
@@ -37,11 +40,11 @@ static void charge_throttles_once(void)
 {
 	struct bw_bucket b = { 0 };
 
-	bw_refill(&b, 1, 2 * MS, 10 * MS);
-	CHECK(bw_charge(&b, 1 * MS, 2 * MS, 10 * MS) == 0);
-	CHECK(bw_charge(&b, 1 * MS, 2 * MS, 10 * MS) == 1);
+	bw_refill(&b, 1, L(2 * MS, 10 * MS));
+	CHECK(bw_charge(&b, 1 * MS, L(2 * MS, 10 * MS)) == 0);
+	CHECK(bw_charge(&b, 1 * MS, L(2 * MS, 10 * MS)) == 1);
 	CHECK(bw_throttled(&b));
-	CHECK(bw_charge(&b, 1 * MS, 2 * MS, 10 * MS) == 0); /* already dry */
+	CHECK(bw_charge(&b, 1 * MS, L(2 * MS, 10 * MS)) == 0); /* already dry */
 	CHECK(b.nr_throttled == 1);
 	CHECK(b.nr_periods == 1);
 	CHECK(b.tokens_ns == -(s64)MS);
@@ -51,14 +54,14 @@ static void debt_is_paid_from_next_periods(void)
 {
 	struct bw_bucket b = { 0 };
 
-	bw_refill(&b, 1, 2 * MS, 10 * MS);
-	bw_charge(&b, 5 * MS, 2 * MS, 10 * MS); /* 3 ms overrun */
+	bw_refill(&b, 1, L(2 * MS, 10 * MS));
+	bw_charge(&b, 5 * MS, L(2 * MS, 10 * MS)); /* 3 ms overrun */
 	CHECK(b.tokens_ns == -3 * (s64)MS);
 	/* -3 + 2 = -1 after one period, +1 after two: release in 2 periods */
-	CHECK(bw_release_at(&b, 2 * MS, 10 * MS) == 1 + 20 * MS);
-	bw_refill(&b, 1 + 10 * MS, 2 * MS, 10 * MS);
+	CHECK(bw_release_at(&b, L(2 * MS, 10 * MS)) == 1 + 20 * MS);
+	bw_refill(&b, 1 + 10 * MS, L(2 * MS, 10 * MS));
 	CHECK(bw_throttled(&b));
-	bw_refill(&b, 1 + 20 * MS, 2 * MS, 10 * MS);
+	bw_refill(&b, 1 + 20 * MS, L(2 * MS, 10 * MS));
 	CHECK(!bw_throttled(&b));
 	CHECK(b.tokens_ns == 1 * (s64)MS);
 }
@@ -67,13 +70,13 @@ static void idle_periods_do_not_accumulate(void)
 {
 	struct bw_bucket b = { 0 };
 
-	bw_refill(&b, 1, 2 * MS, 10 * MS);
-	bw_refill(&b, 1 + 1000 * MS, 2 * MS, 10 * MS);
+	bw_refill(&b, 1, L(2 * MS, 10 * MS));
+	bw_refill(&b, 1 + 1000 * MS, L(2 * MS, 10 * MS));
 	CHECK(b.tokens_ns == 2 * MS);
 	CHECK(b.period_start_ns == 1 + 1000 * MS);
 	/* a huge gap must not overflow */
-	bw_charge(&b, 100 * MS, 2 * MS, 10 * MS);
-	bw_refill(&b, 1ULL << 62, 2 * MS, 10 * MS);
+	bw_charge(&b, 100 * MS, L(2 * MS, 10 * MS));
+	bw_refill(&b, 1ULL << 62, L(2 * MS, 10 * MS));
 	CHECK(b.tokens_ns == 2 * MS);
 }
 
@@ -81,9 +84,9 @@ static void release_at_exact_boundaries(void)
 {
 	struct bw_bucket b = { .tokens_ns = 0, .period_start_ns = 100 };
 
-	CHECK(bw_release_at(&b, 2 * MS, 10 * MS) == 100 + 10 * MS);
+	CHECK(bw_release_at(&b, L(2 * MS, 10 * MS)) == 100 + 10 * MS);
 	b.tokens_ns = -2 * (s64)MS; /* exactly one quota of debt */
-	CHECK(bw_release_at(&b, 2 * MS, 10 * MS) == 100 + 20 * MS);
+	CHECK(bw_release_at(&b, L(2 * MS, 10 * MS)) == 100 + 20 * MS);
 }
 
 static void debt_is_capped_within_watchdog(void)
@@ -91,10 +94,10 @@ static void debt_is_capped_within_watchdog(void)
 	struct bw_bucket b = { 0 };
 	u64 period = 1000 * MS, quota = 1 * MS;
 
-	bw_refill(&b, 1, quota, period);
-	bw_charge(&b, 50 * MS, quota, period);
+	bw_refill(&b, 1, L(quota, period));
+	bw_charge(&b, 50 * MS, L(quota, period));
 	/* never throttled for longer than MAX_THROTTLE_NS */
-	CHECK(bw_release_at(&b, quota, period) - b.period_start_ns <=
+	CHECK(bw_release_at(&b, L(quota, period)) - b.period_start_ns <=
 	      MAX_THROTTLE_NS);
 }
 
@@ -112,9 +115,9 @@ static double simulate_share(u64 quota, u64 period, u64 max_delay)
 	u64 now = 1, ran = 0, seed = 12345;
 
 	while (now < end) {
-		bw_refill(&b, now, quota, period);
+		bw_refill(&b, now, L(quota, period));
 		if (bw_throttled(&b)) {
-			now = bw_release_at(&b, quota, period);
+			now = bw_release_at(&b, L(quota, period));
 			seed = seed * 6364136223846793005ULL + 1;
 			if (max_delay)
 				now += (seed >> 33) % max_delay;
@@ -125,7 +128,7 @@ static double simulate_share(u64 quota, u64 period, u64 max_delay)
 		/* run until the first tick at which the slice has expired */
 		while (run < slice)
 			run += tick - ((now + run) % tick);
-		bw_charge_span(&b, now, now + run, quota, period);
+		bw_charge_span(&b, now, now + run, L(quota, period));
 		ran += run;
 		now += run;
 	}
@@ -162,15 +165,15 @@ static void runtime_before_the_period_is_not_dropped(void)
 {
 	struct bw_bucket b = {};
 
-	bw_refill(&b, 1000, 2 * MS, 10 * MS);
-	bw_refill(&b, 1000 + 10 * MS + 500, 2 * MS, 10 * MS);
+	bw_refill(&b, 1000, L(2 * MS, 10 * MS));
+	bw_refill(&b, 1000 + 10 * MS + 500, L(2 * MS, 10 * MS));
 	CHECK(b.period_start_ns == 1000 + 10 * MS);
 	CHECK(b.tokens_ns == 2 * MS);
 	/* 3 ms of runtime, 1 ms of it "before" the current period. */
-	bw_charge_span(&b, 1000 + 9 * MS, 1000 + 12 * MS, 2 * MS, 10 * MS);
+	bw_charge_span(&b, 1000 + 9 * MS, 1000 + 12 * MS, L(2 * MS, 10 * MS));
 	CHECK(b.tokens_ns == -1 * (s64)MS);
 	/* Entirely before it: still charged. */
-	bw_charge_span(&b, 1000 + 5 * MS, 1000 + 6 * MS, 2 * MS, 10 * MS);
+	bw_charge_span(&b, 1000 + 5 * MS, 1000 + 6 * MS, L(2 * MS, 10 * MS));
 	CHECK(b.tokens_ns == -2 * (s64)MS);
 }
 
@@ -178,10 +181,9 @@ static void span_is_split_at_period_boundaries(void)
 {
 	struct bw_bucket b = { 0 };
 
-	bw_refill(&b, 1000, 2 * MS, 10 * MS); /* period [1000, 1000 + 10ms) */
+	bw_refill(&b, 1000, L(2 * MS, 10 * MS)); /* period [1000, 1000 + 10ms) */
 	/* 3 ms run starting 1 ms before the boundary: 1 ms old, 2 ms new */
-	CHECK(bw_charge_span(&b, 1000 + 9 * MS, 1000 + 12 * MS, 2 * MS,
-			     10 * MS) == 1);
+	CHECK(bw_charge_span(&b, 1000 + 9 * MS, 1000 + 12 * MS, L(2 * MS, 10 * MS)) == 1);
 	CHECK(b.period_start_ns == 1000 + 10 * MS);
 	CHECK(b.tokens_ns == 0);
 	CHECK(b.nr_periods == 2);
@@ -200,6 +202,71 @@ static void park_accounts_throttled_time(void)
 	CHECK(b.throttled_ns == 100);
 }
 
+/* cpu.max.burst: idle periods save up to the burst, used beyond a quota. */
+static void burst_saves_unused_quota(void)
+{
+	const struct bw_limit l = { 2 * MS, 10 * MS, 3 * MS };
+	struct bw_bucket b = { 0 };
+
+	bw_refill(&b, 1, &l);
+	CHECK(b.tokens_ns == 2 * MS);
+	/* idle for 10 periods: quota + burst, no more */
+	bw_refill(&b, 1 + 100 * MS, &l);
+	CHECK(b.tokens_ns == 5 * MS);
+	/* one busy period uses 5 ms: a burst of 3 ms, counted at the refill */
+	CHECK(bw_charge_span(&b, 1 + 100 * MS, 1 + 105 * MS, &l) == 1);
+	bw_refill(&b, 1 + 110 * MS, &l);
+	CHECK(b.nr_bursts == 1);
+	CHECK(b.burst_ns == 3 * MS);
+	/* then only the quota per period */
+	CHECK(b.tokens_ns == 2 * MS);
+	/* a quota plus a tick of overrun is debt, not a burst */
+	bw_charge_span(&b, 1 + 110 * MS, 1 + 113 * MS, &l);
+	bw_refill(&b, 1 + 120 * MS, &l);
+	CHECK(b.nr_bursts == 1);
+	CHECK(b.tokens_ns == 1 * MS);
+	bw_refill(&b, 1 + 130 * MS, &l);
+	CHECK(b.tokens_ns == 3 * MS);
+	/* a partly used period saves the rest, up to the cap */
+	bw_charge_span(&b, 1 + 130 * MS, 1 + 131 * MS, &l);
+	bw_refill(&b, 1 + 140 * MS, &l);
+	CHECK(b.tokens_ns == 4 * MS);
+	/* no burst: nothing saved, nothing counted */
+	struct bw_bucket c = { 0 };
+
+	bw_refill(&c, 1, L(2 * MS, 10 * MS));
+	bw_charge(&c, 3 * MS, L(2 * MS, 10 * MS));
+	bw_refill(&c, 1 + 100 * MS, L(2 * MS, 10 * MS));
+	CHECK(c.tokens_ns == 2 * MS);
+	CHECK(c.nr_bursts == 0);
+}
+
+/* Smooth mode: same share in sub-periods of at most max_stall. */
+static void smooth_divides_long_periods(void)
+{
+	struct bw_limit out;
+
+	bw_smooth(L(200 * MS, 1000 * MS), 10 * MS, &out);
+	CHECK(out.quota_ns == 2 * MS && out.period_ns == 10 * MS);
+	/* a period not a multiple of the stall: k rounds up */
+	bw_smooth(L(20 * MS, 100 * MS), 30 * MS, &out);
+	CHECK(out.quota_ns == 5 * MS && out.period_ns == 25 * MS);
+	/* short periods and "off" are unchanged */
+	bw_smooth(L(2 * MS, 10 * MS), 10 * MS, &out);
+	CHECK(out.quota_ns == 2 * MS && out.period_ns == 10 * MS);
+	bw_smooth(L(200 * MS, 1000 * MS), 0, &out);
+	CHECK(out.period_ns == 1000 * MS);
+	/* sub-quotas never below BW_MIN_SUB_QUOTA_NS: 1 ms per 1 s -> 2 halves */
+	bw_smooth(L(1 * MS, 1000 * MS), 10 * MS, &out);
+	CHECK(out.quota_ns == 500 * 1000 && out.period_ns == 500 * MS);
+	/* more than one CPU */
+	bw_smooth(L(150 * MS, 100 * MS), 10 * MS, &out);
+	CHECK(out.quota_ns == 15 * MS && out.period_ns == 10 * MS);
+	/* the long-run share stays exact under tick overrun */
+	bw_smooth(L(200 * MS, 1000 * MS), 5 * MS, &out);
+	check_share(simulate_share(out.quota_ns, out.period_ns, 0), 0.20);
+}
+
 int main(void)
 {
 	first_refill_fills();
@@ -213,6 +280,8 @@ int main(void)
 	runtime_before_the_period_is_not_dropped();
 	late_starts_keep_exact_share();
 	park_accounts_throttled_time();
+	burst_saves_unused_quota();
+	smooth_divides_long_periods();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

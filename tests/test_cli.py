@@ -35,6 +35,10 @@ def run(binary, *args):
         (["--cgroup", "fq=2000/999"], "period 999 us is out of range: cpu.max accepts 1000..=1000000"),
         (["--cgroup", "fq=2000/2000000"], "period 2000000 us is out of range"),
         (["set", "--cgroup", "fq=2000"], "is not PATH=QUOTA/PERIOD"),
+        (["--cgroup", "fq=2000/10000/3000"], "burst 3000 us is larger than the quota 2000 us"),
+        (["--cgroup", "fq=2000/10000/1/2"], "is not PATH=QUOTA/PERIOD[/BURST]"),
+        (["--max-stall-us", "500"], "--max-stall-us 500 is out of range: use 1000..=1000000 (or 0 for off)"),
+        (["--max-stall-us", "2000000"], "--max-stall-us 2000000 is out of range"),
     ],
 )
 def test_bad_flags_exit_2(binary, args, message):

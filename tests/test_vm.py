@@ -384,3 +384,50 @@ def test_cgroup_limits(binary, tmp_path):
         ("exit status (cpu.max)", k["rc"], "0", k["rc"] == 0),
     ]
     check_all(checks)
+
+
+def test_cgroup_limits_exact(binary, tmp_path):
+    r = run_scenario("cgroup_exact", tmp_path)
+
+    def near(share, want):
+        return abs(share - want) <= 0.01 * want
+
+    checks = []
+    for src in ["cli", "kernel"]:
+        for pair, share in r[src].items():
+            q, p = map(int, pair.split("/"))
+            want = q / p
+            checks.append((f"{src}: {pair} share", f"{share:.4f} CPUs", f"{want:.3f} +- 1% rel",
+                           near(share, want)))
+    b, nb = r["burst_row"], r["noburst_row"]
+    checks += [
+        ("cpu.max.burst 20000, idle then busy: nr_bursts", b.get("nr_bursts"), ">= 1",
+         int(b.get("nr_bursts", 0)) >= 1),
+        ("  its burst_usec (the saved 20 ms)", b.get("burst_usec"), "15000..20000",
+         15000 <= int(b.get("burst_usec", 0)) <= 20000),
+        ("  its burst shown", b.get("burst"), "20000", b.get("burst") == "20000"),
+        ("  its share after (6 s, 20% + the one burst)", pct(r["burst_share"]), "20% +- 1 point",
+         abs(r["burst_share"] - 0.20) <= 0.01),
+        ("no burst set, always busy: nr_bursts", nb.get("nr_bursts"), "0", nb.get("nr_bursts") == "0"),
+    ]
+    strict, smooth = r["strict_1s_row"], r["smooth_row"]
+
+    def stretch_ms(row):
+        n = int(row.get("nr_throttled", 0))
+        return int(row.get("throttled_usec", 0)) / 1000 / n if n else 0.0
+
+    checks += [
+        ("smooth 10 ms, 200000/1000000: share", pct(r["smooth_share"]), "20% +- 1% rel",
+         near(r["smooth_share"], 0.20)),
+        # About one sub-period: 8 ms of it when the turn ends on time; a
+        # turn that overran (a late timer under TCG) pays one more.
+        ("smooth: mean throttled stretch", f"{stretch_ms(smooth):.1f} ms", "<= 15 ms (1.5 x max-stall)",
+         0 < stretch_ms(smooth) <= 15.0),
+        ("strict (no smoothing), same limit: mean stretch", f"{stretch_ms(strict):.1f} ms", ">= 500 ms",
+         stretch_ms(strict) >= 500.0),
+        ("smooth shown in the config line", "smooth=10000us" in r["smooth_show"], "True",
+         "smooth=10000us" in r["smooth_show"]),
+    ]
+    for k in ["rc_cli", "rc_kernel", "rc_smooth"]:
+        checks.append((f"{k} (exit status)", r[k], "0", r[k] == 0))
+    check_all(checks)

@@ -769,6 +769,108 @@ def scenario_cgroups(out):
     return res
 
 
+def enable_cpu_controller():
+    with open(os.path.join(CG, "cgroup.subtree_control"), "w") as f:
+        f.write("+cpu")
+
+
+def write_cg(rel, name, value):
+    with open(os.path.join(CG, rel, name), "w") as f:
+        f.write(value)
+
+
+def last_row(stdout, path):
+    rows = cgroup_rows(stdout, path)
+    return rows[-1] if rows else {}
+
+
+# The exactness pairs of issue 6 (quota us, period us, busy threads).
+PAIRS = [(1000, 10000, 1), (2000, 10000, 1), (20000, 100000, 1), (200000, 1000000, 1),
+         (50000, 100000, 1), (150000, 100000, 2)]
+
+
+def shares_of(pairs, hogs, seconds):
+    names = [f"{q}/{p}" for q, p, _ in pairs]
+    return dict(zip(names, group_share([[h.pid for h in hogs[n]] for n in names], seconds)))
+
+
+def start_group_hogs(pairs, prefix):
+    hogs = {}
+    for q, p, n in pairs:
+        rel = f"{prefix}_{q}_{p}"
+        make_cgroup(rel)
+        hogs[f"{q}/{p}"] = [spawn_hog(0) for _ in range(n)]
+        for h in hogs[f"{q}/{p}"]:
+            move_to_cgroup(h.pid, rel)
+    return hogs
+
+
+def scenario_cgroup_exact(out):
+    """Every (Q,P) pair of the issue, from --cgroup and from cpu.max, each
+    measured over 12 s (>= 10 periods of the longest); cpu.max.burst after
+    an idle stretch; smooth mode on a 1 s period."""
+    enable_cpu_controller()
+    res = {}
+    single = [x for x in PAIRS if x[2] == 1]
+    multi = [x for x in PAIRS if x[2] > 1]
+    # --cgroup: the single-CPU pairs at once (1.2 CPUs in all), then the
+    # two-CPU one alone.
+    cli = [x for x in single if (x[0], x[1]) not in [(2000, 10000), (20000, 100000)]]
+    args = []
+    for q, p, _ in cli:
+        make_cgroup(f"fqx_cli_{q}_{p}")
+        args += ["--cgroup", f"fqx_cli_{q}_{p}={q}/{p}"]
+    # Beside them a group with cpu.max.burst that was idle, then busy
+    # (cpu.max applies wherever no command-line limit replaces it).
+    make_cgroup("fqx_burst")
+    write_cg("fqx_burst", "cpu.max", "20000 100000")
+    write_cg("fqx_burst", "cpu.max.burst", "20000")
+    d = Daemon(out, "exact-cli", args + ["--stats-interval", "2"])
+    hogs = start_group_hogs(cli, "fqx_cli")
+    # The burst group: a shell that runs a moment (the group's bucket
+    # starts), sleeps 2 s (20 idle periods: the burst is saved), then spins.
+    burst = subprocess.Popen(["sh", "-c", f"echo $$ > {CG}/fqx_burst/cgroup.procs; sleep 2; "
+                              "exec sh -c 'while :; do :; done'"])
+    time.sleep(3)
+    res["cli"] = shares_of(cli, hogs, 12)
+    res["burst_share"] = group_share([[burst.pid]], 6)[0]
+    kill_all([h for v in hogs.values() for h in v] + [burst])
+    res["rc_cli"] = d.stop()
+    res["strict_1s_row"] = last_row(d.stdout(), "fqx_cli_200000_1000000")
+    res["burst_row"] = last_row(d.stdout(), "fqx_burst")
+
+    # cpu.max: every pair, written before the scheduler starts.
+    for q, p, _ in PAIRS:
+        make_cgroup(f"fqx_k_{q}_{p}")
+        write_cg(f"fqx_k_{q}_{p}", "cpu.max", f"{q} {p}")
+    d = Daemon(out, "exact-kernel", ["--stats-interval", "2"])
+    hogs = start_group_hogs(single, "fqx_k")
+    time.sleep(3)
+    res["kernel"] = shares_of(single, hogs, 12)
+    kill_all([h for v in hogs.values() for h in v])
+    hogs = start_group_hogs(multi, "fqx_k")
+    time.sleep(3)
+    res["kernel"].update(shares_of(multi, hogs, 8))
+    kill_all([h for v in hogs.values() for h in v])
+    time.sleep(2.5)
+    res["rc_kernel"] = d.stop()
+    res["noburst_row"] = last_row(d.stdout(), "fqx_k_20000_100000")
+
+    # Smooth mode: the 1 s period enforced over 10 ms sub-periods.
+    make_cgroup("fqx_smooth")
+    d = Daemon(out, "exact-smooth", ["--max-stall-us", "10000",
+                                     "--cgroup", "fqx_smooth=200000/1000000"])
+    h = spawn_hog(0)
+    move_to_cgroup(h.pid, "fqx_smooth")
+    time.sleep(3)
+    res["smooth_share"] = group_share([[h.pid]], 12)[0]
+    kill_all([h])
+    res["rc_smooth"] = d.stop()
+    res["smooth_row"] = last_row(d.stdout(), "fqx_smooth")
+    res["smooth_show"] = d.stderr()[:3000]
+    return res
+
+
 SCENARIOS = {
     "demo": scenario_demo,
     "attach": scenario_attach,
@@ -786,6 +888,7 @@ SCENARIOS = {
     "storm": scenario_storm,
     "topology8": scenario_topology8,
     "cgroups": scenario_cgroups,
+    "cgroup_exact": scenario_cgroup_exact,
 }
 
 
