@@ -352,11 +352,12 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	u32 llc = llc_of(cpu);
 	struct llc_ctx *lctx;
 	struct fq_config cfg;
+	bool throttled;
 
 	if (!tctx)
 		return;
 	read_config(&cfg);
-	refresh_task(p, tctx, &cfg, now);
+	throttled = refresh_task(p, tctx, &cfg, now);
 	unpark(tctx, now);
 	set_task_llc(tctx, llc);
 	tctx->last_exec_ns = p->se.sum_exec_runtime;
@@ -370,6 +371,15 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	 * waiting now, and no RR slice exceeds what is left of the quota.
 	 */
 	slice = task_slice(tctx, &cfg, cpu, llc);
+	/*
+	 * Queued before its cgroup ran out (hundreds of a group's tasks
+	 * released at once, say): no turn on a spent quota; the task gives
+	 * the CPU back at the next tick and is parked. (Not a kick to end it
+	 * at once: a task in a migration-disabled section is put straight
+	 * back on the CPU without ops.enqueue(), so kicking it livelocks.)
+	 */
+	if (throttled)
+		slice = 0;
 	scx_bpf_task_set_slice(p, slice);
 	turn_begin(tctx, now);
 

@@ -32,6 +32,7 @@ target/bucket_test
 
 echo "== VM helper programs"
 cc -Wall -Wextra -Werror -O2 -pthread tests/vm/storm.c -o target/storm
+cc -Wall -Wextra -Werror -O2 -pthread tests/vm/spin.c -o target/spin
 
 echo "== host and VM tests"
 exec "$HOME/.cache/scx_fairquota/venv/bin/python" -m pytest -v -s tests "$@"

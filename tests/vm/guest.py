@@ -163,6 +163,7 @@ def stats_rows(stdout, pid):
 HERD = os.path.join(REPO, "tests/vm/herd.py")
 EXEC_THREAD = os.path.join(REPO, "tests/vm/exec_thread.py")
 STORM = os.path.join(REPO, "target/storm")
+SPIN = os.path.join(REPO, "target/spin")
 
 
 def spawn_herd(n, out, name):
@@ -871,6 +872,81 @@ def scenario_cgroup_exact(out):
     return res
 
 
+def cpu_stat_usage(rel):
+    """usage_usec of cgroup `rel`'s cpu.stat."""
+    for line in read(os.path.join(CG, rel, "cpu.stat")).splitlines():
+        k, _, v = line.partition(" ")
+        if k == "usage_usec":
+            return int(v)
+    return 0
+
+
+def scenario_cgroup_scale(out):
+    """2,500 cgroups with the cpu controller, 4 of them limited (2 by
+    cpu.max, 2 by --cgroup); 1,000 cgroups created and removed under load,
+    every 10th with a cpu.max; then 1,000 threads in one 1% cgroup for 60 s."""
+    enable_cpu_controller()
+    make_cgroup("fqs")
+    write_cg("fqs", "cgroup.subtree_control", "+cpu")
+    t0 = time.monotonic()
+    for i in range(2500):
+        make_cgroup(f"fqs/g{i}")
+    res = {"mkdir_2500_s": time.monotonic() - t0}
+    write_cg("fqs/g10", "cpu.max", "20000 100000")
+    write_cg("fqs/g2000", "cpu.max", "10000 100000")
+    d = Daemon(out, "scale", ["--cgroup", "fqs/g500=20000/100000",
+                              "--cgroup", "fqs/g2499=30000/100000", "--stats-interval", "5"])
+    want = {"fqs/g10": 0.2, "fqs/g2000": 0.1, "fqs/g500": 0.2, "fqs/g2499": 0.3}
+    hogs = {}
+    for rel in want:
+        hogs[rel] = [spawn_hog(0)]
+        move_to_cgroup(hogs[rel][0].pid, rel)
+    time.sleep(3)
+    got = group_share([[h.pid for h in hogs[r]] for r in want], 8)
+    res["shares"] = {r: [s, want[r]] for r, s in zip(want, got)}
+    # Churn under that load: create, limit every 10th, remove.
+    t0 = time.monotonic()
+    for i in range(1000):
+        rel = f"fqs/churn{i}"
+        make_cgroup(rel)
+        if i % 10 == 0:
+            write_cg(rel, "cpu.max", "5000 100000")
+        if i % 50 == 0:
+            pid = spawn_hog(0)
+            move_to_cgroup(pid.pid, rel)
+            kill_all([pid])
+        os.rmdir(os.path.join(CG, rel))
+    res["churn_s"] = time.monotonic() - t0
+    res["state_after_churn"] = sched_state()
+    kill_all([h for v in hogs.values() for h in v])
+    # 1,000 runnable threads in one group (created while running), then
+    # limited to 1% live (at 1% the threads would take minutes to start).
+    make_cgroup("fqs_one")
+    spin = subprocess.Popen(["sh", "-c", f"echo $$ > {CG}/fqs_one/cgroup.procs; exec {SPIN} 1000"])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        res["threads"] = len(os.listdir(f"/proc/{spin.pid}/task"))
+        if res["threads"] >= 1000:
+            break
+        time.sleep(0.5)
+    write_cg("fqs_one", "cpu.max", "1000 100000")
+    time.sleep(2)
+    u0, t0 = cpu_stat_usage("fqs_one"), time.monotonic()
+    states = []
+    while time.monotonic() - t0 < 60:
+        states.append(sched_state()[0])
+        time.sleep(1)
+    res["one_pct_share"] = (cpu_stat_usage("fqs_one") - u0) / ((time.monotonic() - t0) * 1e6)
+    res["states_60s"] = sorted(set(states))
+    res["samples"] = len(states)
+    spin.kill()
+    spin.wait()
+    res["rc"] = d.stop()
+    res["rows_one"] = cgroup_rows(d.stdout(), "fqs_one")[-1:]
+    res["stderr"] = d.stderr()[-2000:]
+    return res
+
+
 SCENARIOS = {
     "demo": scenario_demo,
     "attach": scenario_attach,
@@ -889,6 +965,7 @@ SCENARIOS = {
     "topology8": scenario_topology8,
     "cgroups": scenario_cgroups,
     "cgroup_exact": scenario_cgroup_exact,
+    "cgroup_scale": scenario_cgroup_scale,
 }
 
 

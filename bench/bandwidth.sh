@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# bandwidth.sh - issue 6's benchmark: nginx's tail latency under a 20%
+# cpu.max at periods from 10 ms to 1 s, and the share error of every
+# (quota, period) pair, under the kernel's default scheduler (CFS bandwidth
+# control), scx_fairquota (whole periods) and scx_fairquota smooth, all in
+# one VM boot. Writes bench/bandwidth-report.md and bench/nginx-latency.png.
+#
+# Usage: sudo bench/bandwidth.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+scripts/setup-host.sh >/dev/null
+for p in nginx-light wrk; do
+    dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -q '^installed$' ||
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$p" >/dev/null
+done
+# The host must not serve on the guest's port (the guest shares the root fs,
+# not the network); stop the packaged service the install started.
+systemctl disable --now nginx >/dev/null 2>&1 || true
+scripts/fetch-kernel.sh >/dev/null
+scripts/build.sh
+venv="$HOME/.cache/scx_fairquota/venv"
+"$venv/bin/python" -c "import matplotlib" 2>/dev/null || "$venv/bin/pip" install -q matplotlib
+
+out=target/bench/bandwidth
+rm -rf "$out"; mkdir -p "$out"
+py=/usr/bin/python3
+bin=target/release/scx_fairquota
+VM_CPUS=2 VM_MEMORY=3G VM_TIMEOUT=3000 scripts/vm-run.sh --rwdir "$out" -- \
+    "$py bench/bw_guest.py $out default &&
+     $py bench/bw_guest.py $out fairquota $bin --max-stall-us 0 &&
+     $py bench/bw_guest.py $out smooth-5ms $bin --max-stall-us 5000 &&
+     $py bench/bw_guest.py $out smooth-10ms $bin --max-stall-us 10000"
+"$venv/bin/python" bench/bw_report.py "$out" "sudo bench/bandwidth.sh" \
+    bench/nginx-latency.png > bench/bandwidth-report.md
+echo "wrote bench/bandwidth-report.md and bench/nginx-latency.png"
