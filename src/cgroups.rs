@@ -385,7 +385,10 @@ mod tests {
             "a=20000/100000/5000".parse::<CgroupArg>().unwrap().limit,
             Some(Limit::new(20000, 100000, 5000))
         );
-        assert_eq!(Limit::new(20000, 100000, 5000).to_string(), "20000/100000/5000");
+        assert_eq!(
+            Limit::new(20000, 100000, 5000).to_string(),
+            "20000/100000/5000"
+        );
         assert_eq!(Limit::new(20000, 100000, 0).to_string(), "20000/100000");
     }
 

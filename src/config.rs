@@ -293,7 +293,10 @@ mod tests {
         assert_eq!(t(0).validate(), Ok(()));
         assert_eq!(t(10_000).validate(), Ok(()));
         let e = t(500).validate().unwrap_err();
-        assert!(e.contains("--max-stall-us 500") && e.contains("or 0 for off"), "{e}");
+        assert!(
+            e.contains("--max-stall-us 500") && e.contains("or 0 for off"),
+            "{e}"
+        );
         assert!(t(2_000_000).validate().is_err());
         let c = t(10_000).to_bpf();
         assert_eq!(c.max_stall_ns, 10_000_000);
