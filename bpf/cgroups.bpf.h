@@ -209,9 +209,9 @@ static u64 cg_scan(const struct task_ctx *tctx, u64 now, s64 *tokens)
 
 /*
  * Charge the runtime [@now - @delta, @now) to limited cgroup @id, under its
- * lock, by its limit as smooth mode (@max_stall_ns) enforces it. A group
- * whose bucket runs dry is throttled until its release time. Return 1 if
- * this charge ran it dry. A global function: the verifier checks it once,
+ * lock, by its limit as smooth mode (@max_stall_ns) enforces it (@delta 0:
+ * only bring the bucket up to @now's period). A group whose bucket runs dry
+ * is throttled until its release time. Return 1 if this charge ran it dry. A global function: the verifier checks it once,
  * not once per charge point and path.
  */
 __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta)
@@ -242,27 +242,9 @@ __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta)
 }
 
 /*
- * Bring limited cgroup @id's bucket up to the period of @now, so that its
- * tokens can be read (cg_scan()) to size a turn. A global function, like
- * fq_cg_charge_one().
+ * Refill every limited cgroup on @tctx's path (a charge of nothing), so
+ * that cg_scan() reads this period's tokens: a turn is being sized.
  */
-__noinline int fq_cg_refill_one(u64 id, u64 max_stall_ns, u64 now)
-{
-	struct bw_limit *lim, l;
-	struct cg_state *st;
-
-	lim = cg_limit_of(id);
-	st = bpf_map_lookup_elem(&cgroup_states, &id);
-	if (!lim || !st || !lim->quota_ns || !lim->period_ns)
-		return 0;
-	bw_smooth(lim, max_stall_ns, &l);
-	bpf_spin_lock(&st->lock);
-	bw_refill(&st->u.bw, now, &l);
-	bpf_spin_unlock(&st->lock);
-	return 0;
-}
-
-/* Refill every limited cgroup on @tctx's path (a turn is being sized). */
 static void cg_refill(const struct task_ctx *tctx, const struct fq_config *cfg,
 		      u64 now)
 {
@@ -271,8 +253,8 @@ static void cg_refill(const struct task_ctx *tctx, const struct fq_config *cfg,
 	bpf_for(i, 0, MAX_TASK_CGROUPS) {
 		if (i >= tctx->nr_cg)
 			break;
-		fq_cg_refill_one(tctx->cg_ids[i & (MAX_TASK_CGROUPS - 1)],
-				 cfg->max_stall_ns, now);
+		fq_cg_charge_one(tctx->cg_ids[i & (MAX_TASK_CGROUPS - 1)],
+				 cfg->max_stall_ns, now, 0);
 	}
 }
 

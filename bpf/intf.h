@@ -177,6 +177,7 @@ struct task_stat {
 	u64 nr_periods;
 	u64 nr_throttled;
 	u64 throttled_ns;
+	u64 max_wait_ns;	/* longest wait from runnable to running */
 };
 
 #endif /* __FAIRQUOTA_INTF_H */

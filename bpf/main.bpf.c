@@ -40,7 +40,8 @@
  * runs every guard/4 (2..20 ms). It moves every RR task that has waited
  * guard_ns, and every FIFO task that has waited FIFO_MAX_WAIT_NS (1 s), to
  * the URGENT queue, which every CPU of the LLC serves first; a running
- * task gives way at its next tick. That bounds every wait, whatever the
+ * task gives way at its next tick. The daemon's threads are queued there
+ * directly (its stats must keep coming on a loaded host). That bounds every wait, whatever the
  * number of tasks or FIFO hogs (see guard.bpf.h for the bound).
  *
  * Bandwidth (bandwidth.bpf.h, bucket.h). An RR task (not a kernel thread,
@@ -259,6 +260,18 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
+	/*
+	 * The daemon is the operator's window into a loaded host: its
+	 * threads go to the urgent queue, so its stats and `set` are served
+	 * within a tick whatever runs (they use little CPU).
+	 */
+	if (daemon_tgid && p->tgid == daemon_tgid) {
+		scx_bpf_dsq_insert(p, dsq_id(DSQ_URGENT, llc), cfg.slice_ns,
+				   enq_flags);
+		kick_idle_cpu(p);
+		return;
+	}
+
 	if (tctx->class == CLASS_FIFO) {
 		if (head)
 			enq_flags |= SCX_ENQ_HEAD;
@@ -362,6 +375,10 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	set_task_llc(tctx, llc);
 	tctx->last_exec_ns = p->se.sum_exec_runtime;
 	tctx->fifo_head = false;
+	/* The wait the guard bounds (throttled time not included). */
+	if (tctx->enq_at_ns && now > tctx->enq_at_ns &&
+	    now - tctx->enq_at_ns > tctx->max_wait_ns)
+		tctx->max_wait_ns = now - tctx->enq_at_ns;
 	tctx->enq_at_ns = 0;
 	rr_wait_end(tctx);
 
@@ -463,14 +480,18 @@ s32 BPF_STRUCT_OPS(fairquota_init_task, struct task_struct *p,
 
 /*
  * @p leaves our queues without running (it sleeps, exits or is requeued
- * for a property change): stop counting it as waiting.
+ * for a property change): stop counting it as waiting. Its wait ends too
+ * unless it is only requeued (then it goes on, see fairquota_enqueue()).
  */
 void BPF_STRUCT_OPS(fairquota_dequeue, struct task_struct *p, u64 deq_flags)
 {
 	struct task_ctx *tctx = try_lookup_task_ctx(p);
 
-	if (tctx)
-		rr_wait_end(tctx);
+	if (!tctx)
+		return;
+	rr_wait_end(tctx);
+	if (deq_flags & SCX_DEQ_SLEEP)
+		tctx->enq_at_ns = 0;
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_init)
@@ -527,8 +548,10 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_init)
 s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_cgroup_init, struct cgroup *cgrp,
 			     struct scx_cgroup_init_args *args)
 {
-	cg_kernel_set(cgrp, args->bw_period_us, args->bw_quota_us,
-		      args->bw_burst_us);
+	/* The bandwidth arguments exist from 6.17 (the daemon says so). */
+	if (bpf_core_field_exists(args->bw_period_us))
+		cg_kernel_set(cgrp, args->bw_period_us, args->bw_quota_us,
+			      args->bw_burst_us);
 	return 0;
 }
 

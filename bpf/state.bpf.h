@@ -92,6 +92,7 @@ struct task_ctx {
 	u64 release_at_ns;	/* while parked: when its bucket refills */
 	u64 turn_start_ns;	/* when its current turn started (running) */
 	u64 turn_vtime;		/* its vtime then */
+	u64 max_wait_ns;	/* longest wait, runnable (or released) to running */
 	struct bw_bucket bw;
 	u64 cg_leaf;		/* id of its cgroup when cg_ids was found */
 	u64 cg_gen;		/* fq_config.cg_gen cg_ids is valid for */

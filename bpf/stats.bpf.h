@@ -33,6 +33,7 @@ int dump_tasks(struct bpf_iter__task *ctx)
 	s.nr_periods = tctx->bw.nr_periods;
 	s.nr_throttled = tctx->bw.nr_throttled;
 	s.throttled_ns = tctx->bw.throttled_ns;
+	s.max_wait_ns = tctx->max_wait_ns;
 	bpf_seq_write(seq, &s, sizeof(s));
 	return 0;
 }

@@ -164,6 +164,19 @@ pub fn cgroup_id(dir: &Path) -> Result<u64> {
     Ok(md.ino())
 }
 
+/// The one message for a kernel that does not pass cgroups' cpu.max to
+/// sched_ext schedulers (`ops.cgroup_set_bandwidth`, Linux 6.17+), or
+/// `None` when it does.
+pub fn kernel_cpu_max_note(supported: bool, release: &str) -> Option<String> {
+    (!supported).then(|| {
+        format!(
+            "this kernel ({release}) does not pass cgroups' cpu.max to sched_ext schedulers \
+             (ops.cgroup_set_bandwidth needs Linux 6.17+): cpu.max is not honored while \
+             scx_fairquota runs; --cgroup limits still apply"
+        )
+    })
+}
+
 /// A limited cgroup the daemon knows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limited {
@@ -424,6 +437,17 @@ mod tests {
             ))
             .is_err()
         );
+    }
+
+    #[test]
+    fn older_kernels_get_one_note_about_cpu_max() {
+        assert_eq!(kernel_cpu_max_note(true, "7.2.13"), None);
+        let m = kernel_cpu_max_note(false, "6.12.9").unwrap();
+        assert!(
+            m.contains("6.12.9") && m.contains("cpu.max is not honored"),
+            "{m}"
+        );
+        assert!(m.contains("--cgroup limits still apply"), "{m}");
     }
 
     #[test]

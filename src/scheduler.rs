@@ -22,7 +22,7 @@ use crate::cgroups::{self, Limited, Usage};
 use crate::config::{self, Tunables};
 use crate::stats::{self, TaskSample, Totals};
 use crate::{BpfSkel, BpfSkelBuilder};
-use crate::{RunOpts, SCHEDULER_NAME, bpf_intf, control, libbpf_log, topology};
+use crate::{RunOpts, SCHEDULER_NAME, bpf_intf, control, libbpf_log, sysfs, topology};
 
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
@@ -57,6 +57,11 @@ impl<'a> Scheduler<'a> {
         );
         let topo = topology::read()?;
         info!("topology: {topo}");
+        let bw_ops = scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_bandwidth")
+            .unwrap_or(false);
+        if let Some(note) = cgroups::kernel_cpu_max_note(bw_ops, &sysfs::kernel_release()) {
+            warn!("{note}");
+        }
 
         // Open the BPF object.
         // (No obj_builder.debug(): it would replace libbpf_log's callback.)
@@ -308,16 +313,19 @@ impl<'a> Scheduler<'a> {
             }
         };
         let rows = stats::top_tasks(&tasks, prev_tasks, elapsed.as_nanos() as u64, self.opts.top);
-        println!(
-            "[fairquota] t={:.1}s tasks={} {}",
+        // One write for the whole table (a pipe or journal gets it whole).
+        let mut out = format!(
+            "[fairquota] t={:.1}s tasks={} {}\n{}\n",
             start.elapsed().as_secs_f64(),
             tasks.len(),
-            totals.format(Some(&totals.delta(prev_totals)))
+            totals.format(Some(&totals.delta(prev_totals))),
+            stats::TABLE_HEADER
         );
-        println!("{}", stats::TABLE_HEADER);
         for row in &rows {
-            println!("{}", stats::format_row(row));
+            out.push_str(&stats::format_row(row));
+            out.push('\n');
         }
+        print!("{out}");
         *prev_totals = totals;
         *prev_tasks = tasks.into_iter().map(|s| (s.pid, s)).collect();
     }

@@ -122,6 +122,8 @@ pub struct TaskSample {
     pub nr_periods: u64,
     pub nr_throttled: u64,
     pub throttled_ns: u64,
+    /// Longest wait from runnable (or released) to running.
+    pub max_wait_ns: u64,
 }
 
 impl TaskSample {
@@ -143,6 +145,7 @@ impl TaskSample {
             nr_periods: c.nr_periods,
             nr_throttled: c.nr_throttled,
             throttled_ns: c.throttled_ns,
+            max_wait_ns: c.max_wait_ns,
         }
     }
 }
@@ -196,14 +199,13 @@ pub fn fmt_secs(ns: u64) -> String {
     format!("{:.3}s", ns as f64 / 1e9)
 }
 
-pub const TABLE_HEADER: &str =
-    "     PID COMM             NICE WEIGHT CLASS   CPU%     RUNTIME  PERIODS THROTTLED  THR_TIME";
+pub const TABLE_HEADER: &str = "     PID COMM             NICE WEIGHT CLASS   CPU%     RUNTIME  PERIODS THROTTLED  THR_TIME  MAX_WAIT";
 
 /// One table line.
 pub fn format_row(row: &TaskRow) -> String {
     let s = &row.sample;
     format!(
-        "{:>8} {:<16} {:>4} {:>6} {:<5} {:>6.1} {:>11} {:>8} {:>9} {:>9}",
+        "{:>8} {:<16} {:>4} {:>6} {:<5} {:>6.1} {:>11} {:>8} {:>9} {:>9} {:>9}",
         s.pid,
         s.comm.chars().take(16).collect::<String>(),
         s.nice,
@@ -214,6 +216,7 @@ pub fn format_row(row: &TaskRow) -> String {
         s.nr_periods,
         s.nr_throttled,
         fmt_secs(s.throttled_ns),
+        fmt_secs(s.max_wait_ns),
     )
 }
 
@@ -233,6 +236,7 @@ mod tests {
             nr_periods: 3,
             nr_throttled: 2,
             throttled_ns: 1_500_000_000,
+            max_wait_ns: 120_000_000,
         }
     }
 
@@ -335,7 +339,8 @@ mod tests {
                 "2.500s",
                 "3",
                 "2",
-                "1.500s"
+                "1.500s",
+                "0.120s"
             ]
         );
         assert_eq!(
