@@ -5,7 +5,8 @@
  *
  * A bucket holds tokens_ns of runtime for the current period. Charging
  * takes tokens; at each period boundary quota_ns is added back, capped at
- * one quota plus the burst (no burst: no saving up across idle periods). Overrun turns into debt
+ * one quota plus the burst (no burst: no saving up across idle periods).
+ * Overrun turns into debt
  * that later periods pay off, so a task's long-run share is exactly
  * quota/period even though a slice only ends at the next tick. The debt is
  * capped so that no task stays throttled for more than MAX_THROTTLE_NS,

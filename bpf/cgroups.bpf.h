@@ -17,8 +17,9 @@
  *
  * Scaling. Only limited cgroups cost state (two hash entries each); a
  * task of an unlimited cgroup costs one read of its cgroup id per
- * refresh, and nothing when no cgroup is limited. Charging takes the
- * lock of each limited group on the task's path, never a global one; the
+ * refresh, and nothing when no cgroup is limited. Charging (at ticks,
+ * dispatch and stopping) and sizing a turn (a refill) take the lock of
+ * each limited group on the task's path, never a global one; the
  * throttle check reads throttled_until_ns without the lock. A group's
  * parked tasks all carry its release time, so the LLC timers release them
  * when it comes, without a walk over any other task.
@@ -211,8 +212,9 @@ static u64 cg_scan(const struct task_ctx *tctx, u64 now, s64 *tokens)
  * Charge the runtime [@now - @delta, @now) to limited cgroup @id, under its
  * lock, by its limit as smooth mode (@max_stall_ns) enforces it (@delta 0:
  * only bring the bucket up to @now's period). A group whose bucket runs dry
- * is throttled until its release time. Return 1 if this charge ran it dry. A global function: the verifier checks it once,
- * not once per charge point and path.
+ * is throttled until its release time. Return 1 if this charge ran it dry.
+ * A global function: the verifier checks it once, not once per charge
+ * point and path.
  */
 __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta)
 {

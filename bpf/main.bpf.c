@@ -41,8 +41,9 @@
  * guard_ns, and every FIFO task that has waited FIFO_MAX_WAIT_NS (1 s), to
  * the URGENT queue, which every CPU of the LLC serves first; a running
  * task gives way at its next tick. The daemon's threads are queued there
- * directly (its stats must keep coming on a loaded host). That bounds every wait, whatever the
- * number of tasks or FIFO hogs (see guard.bpf.h for the bound).
+ * directly (its stats must keep coming on a loaded host). That bounds
+ * every wait, whatever the number of tasks or FIFO hogs (see guard.bpf.h
+ * for the bound).
  *
  * Bandwidth (bandwidth.bpf.h, bucket.h). An RR task (not a kernel thread,
  * not exiting, not the daemon) may use at most quota_ns per period_ns when
@@ -390,10 +391,12 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	slice = task_slice(tctx, &cfg, cpu, llc);
 	/*
 	 * Queued before its cgroup ran out (hundreds of a group's tasks
-	 * released at once, say): no turn on a spent quota; the task gives
-	 * the CPU back at the next tick and is parked. (Not a kick to end it
-	 * at once: a task in a migration-disabled section is put straight
-	 * back on the CPU without ops.enqueue(), so kicking it livelocks.)
+	 * released at once, say): no turn on a spent quota. An RR task's
+	 * slice timer, armed below with 0, ends the turn right after this
+	 * callback; a FIFO task gives way at its next tick; both are then
+	 * parked. (A kick from inside this callback livelocked: a task in a
+	 * migration-disabled section is put straight back on the CPU
+	 * without ops.enqueue().)
 	 */
 	if (throttled)
 		slice = 0;
