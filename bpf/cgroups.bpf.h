@@ -244,25 +244,9 @@ __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta)
 }
 
 /*
- * Refill every limited cgroup on @tctx's path (a charge of nothing), so
- * that cg_scan() reads this period's tokens: a turn is being sized.
- */
-static void cg_refill(const struct task_ctx *tctx, const struct fq_config *cfg,
-		      u64 now)
-{
-	u32 i;
-
-	bpf_for(i, 0, MAX_TASK_CGROUPS) {
-		if (i >= tctx->nr_cg)
-			break;
-		fq_cg_charge_one(tctx->cg_ids[i & (MAX_TASK_CGROUPS - 1)],
-				 cfg->max_stall_ns, now, 0);
-	}
-}
-
-/*
  * Charge the runtime [@now - @delta, @now) to every limited cgroup on
- * @tctx's path. Return true if one ran dry.
+ * @tctx's path (@delta 0: a refill, so that cg_scan() reads this period's
+ * tokens). Return true if one ran dry.
  */
 static bool cg_charge(const struct task_ctx *tctx, const struct fq_config *cfg,
 		      u64 now, u64 delta)

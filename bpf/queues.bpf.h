@@ -108,7 +108,7 @@ static u64 rr_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
 		s64 t;
 
 		/* Tokens of this period, not of the last charge's. */
-		cg_refill(tctx, cfg, bpf_ktime_get_ns());
+		cg_charge(tctx, cfg, bpf_ktime_get_ns(), 0);
 		cg_scan(tctx, 0, &t);
 		if (t > 0 && (u64)t < slice)
 			slice = t;

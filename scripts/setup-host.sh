@@ -34,6 +34,8 @@ APT_PACKAGES=(
     # Rust/BPF build of the scheduler
     clang-19 llvm-19 libclang-19-dev libelf-dev zlib1g-dev libzstd-dev
     pkg-config make gcc
+    # systemd-analyze verify of the unit (tests/test_install.py)
+    systemd
 )
 
 # ---- root / sudo ---------------------------------------------------------

@@ -20,10 +20,11 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
 use clap::{CommandFactory, Parser, value_parser};
-use log::info;
+use log::{info, warn};
 
 use config::{SliceMode, Tunables};
 use scheduler::{RunEnd, Scheduler};
@@ -114,13 +115,29 @@ struct RunOpts {
     #[arg(long = "cgroup", value_name = "PATH=QUOTA/PERIOD[/BURST]")]
     cgroups: Vec<cgroups::CgroupArg>,
 
-    /// Print statistics every this many seconds (0 = off).
-    #[arg(long, default_value_t = 1.0, value_parser = parse_interval)]
+    /// Print statistics every this many seconds (0 = off; also --stats). The same
+    /// statistics are served on /var/run/scx/root/stats (see --monitor).
+    #[arg(long, visible_alias = "stats", default_value_t = 1.0, value_parser = parse_interval)]
     stats_interval: f64,
 
-    /// Number of tasks shown in the statistics table.
+    /// Number of tasks shown in the statistics table (0 = all).
     #[arg(long, default_value_t = 10)]
     top: usize,
+
+    /// Print statistics as one JSON object per line (with --stats or
+    /// --monitor); the fields are those of --help-stats.
+    #[arg(long)]
+    json: bool,
+
+    /// Do not run a scheduler: print the statistics of the running
+    /// instance every this many seconds, read from its stats socket
+    /// (root only).
+    #[arg(long, value_parser = parse_interval, value_name = "SECS")]
+    monitor: Option<f64>,
+
+    /// Describe every statistics field and exit.
+    #[arg(long)]
+    help_stats: bool,
 
     /// Length of the debug dump the kernel writes when it ejects the
     /// scheduler (0 = kernel default).
@@ -231,10 +248,31 @@ fn preflight() -> Result<(), String> {
     sysfs::check_sched_ext(dir, &sysfs::kernel_release())?;
     // SAFETY: geteuid() has no preconditions.
     sysfs::check_root(unsafe { libc::geteuid() })?;
+    sysfs::check_caps(sysfs::effective_caps())?;
     sysfs::check_no_other_scheduler(dir)
 }
 
+/// Ctrl-C and SIGTERM set the returned flag.
+fn shutdown_flag() -> Result<Arc<AtomicBool>> {
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let flag = shutdown.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .context("installing the Ctrl-C/SIGTERM handler")?;
+    Ok(shutdown)
+}
+
 fn run(opts: &RunOpts) -> Result<ExitCode> {
+    if opts.help_stats {
+        stats::server_data(opts.top).describe_meta(&mut std::io::stdout(), None)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(secs) = opts.monitor {
+        if secs == 0.0 {
+            usage_error("--monitor needs an interval above 0 seconds");
+        }
+        stats::monitor(Duration::from_secs_f64(secs), opts.json, &*shutdown_flag()?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Err(msg) = opts.tunables().validate() {
         usage_error(&msg);
     }
@@ -242,10 +280,10 @@ fn run(opts: &RunOpts) -> Result<ExitCode> {
     preflight().map_err(|m| anyhow!(m))?;
     libbpf_log::init(opts.verbose);
 
-    let shutdown = Arc::new(AtomicBool::new(false));
-    let flag = shutdown.clone();
-    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
-        .context("installing the Ctrl-C/SIGTERM handler")?;
+    let shutdown = shutdown_flag()?;
+    // The stats socket, once attached (a second instance that fails its
+    // checks never takes over the socket of the running one).
+    let mut server: Option<Option<stats::Server>> = None;
 
     // Restart loop: a restartable exit (CPU hotplug) re-attaches with the
     // configuration in force, including changes made with `set`.
@@ -253,7 +291,17 @@ fn run(opts: &RunOpts) -> Result<ExitCode> {
     let mut tunables = opts.tunables();
     loop {
         let mut sched = Scheduler::init(opts, tunables.clone(), limits, &mut open_object)?;
-        let end = sched.run(&shutdown)?;
+        if server.is_none() {
+            server = Some(
+                stats::Server::launch(opts.top)
+                    .map_err(|e| {
+                        warn!("statistics socket unavailable ({e:#}); --monitor will not work")
+                    })
+                    .ok(),
+            );
+        }
+        let channels = server.as_ref().and_then(|s| s.as_ref()?.channels());
+        let end = sched.run(&shutdown, channels.as_ref())?;
         tunables = sched.tunables.clone();
         limits = std::mem::take(&mut sched.cgroups);
         drop(sched);

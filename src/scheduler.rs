@@ -7,20 +7,21 @@
 //! attach it, print statistics while it runs, detach and report why it
 //! ended.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::io::Read;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use crossbeam::channel::{Receiver, RecvTimeoutError, Sender};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 
-use crate::cgroups::{self, Limited, Usage};
+use crate::cgroups::{self, Limited};
 use crate::config::{self, Tunables};
-use crate::stats::{self, TaskSample, Totals};
+use crate::stats::{self, CgroupSample, Metrics, Snapshot, TaskSample, Totals};
 use crate::{BpfSkel, BpfSkelBuilder};
 use crate::{RunOpts, SCHEDULER_NAME, bpf_intf, control, libbpf_log, sysfs, topology};
 
@@ -35,6 +36,9 @@ pub struct Scheduler<'a> {
     /// Stats read errors already reported (each kind once).
     stats_errors: HashSet<String>,
 }
+
+/// The stats server's side of the scheduler: snapshots out, requests in.
+pub type StatsChannels = (Sender<Snapshot>, Receiver<()>);
 
 /// How a run of the scheduler ended without an error.
 pub enum RunEnd {
@@ -271,76 +275,63 @@ impl<'a> Scheduler<'a> {
         }
     }
 
-    /// The usage of every limited cgroup now.
-    fn cgroup_usage(&self) -> HashMap<u64, Usage> {
-        self.cgroups
-            .keys()
-            .map(|id| (*id, cgroups::read_usage(&self.skel.maps.cgroup_states, *id)))
-            .collect()
-    }
-
-    /// One line per limited cgroup: usage `now`, its share over
-    /// `elapsed_ns` since `prev`.
-    fn print_cgroups(
-        &self,
-        now: &HashMap<u64, Usage>,
-        prev: &HashMap<u64, Usage>,
-        elapsed_ns: u64,
-    ) {
-        for (id, l) in &self.cgroups {
-            let u = now.get(id).copied().unwrap_or_default();
-            let before = prev.get(id).copied().unwrap_or_default();
-            println!("{}", cgroups::format_row(l, &u, &before, elapsed_ns));
+    /// Cumulative values now. A stats read error is reported (once per
+    /// kind) and leaves that part empty; it never stops the scheduler.
+    fn snapshot(&mut self, start: Instant, with_tasks: bool) -> Snapshot {
+        let totals = self
+            .totals()
+            .unwrap_or_else(|e| self.stats_error_value("counters", e));
+        let tasks = if with_tasks {
+            self.tasks()
+                .unwrap_or_else(|e| self.stats_error_value("tasks", e))
+        } else {
+            Vec::new()
+        };
+        let cgroups = self
+            .cgroups
+            .iter()
+            .map(|(id, l)| CgroupSample {
+                id: *id,
+                limited: l.clone(),
+                usage: cgroups::read_usage(&self.skel.maps.cgroup_states, *id),
+            })
+            .collect();
+        Snapshot {
+            at_ns: start.elapsed().as_nanos() as u64,
+            totals,
+            tasks,
+            cgroups,
         }
     }
 
-    fn print_stats(
-        &mut self,
-        start: Instant,
-        elapsed: Duration,
-        prev_totals: &mut Totals,
-        prev_tasks: &mut HashMap<i32, TaskSample>,
-    ) {
-        let totals = match self.totals() {
-            Ok(t) => t,
-            Err(e) => return self.stats_error("counters", e),
-        };
-        let tasks = match self.tasks() {
-            Ok(t) => t,
-            Err(e) => {
-                self.stats_error("tasks", e);
-                Vec::new()
-            }
-        };
-        let rows = stats::top_tasks(&tasks, prev_tasks, elapsed.as_nanos() as u64, self.opts.top);
-        // One write for the whole table (a pipe or journal gets it whole).
-        let mut out = format!(
-            "[fairquota] t={:.1}s tasks={} {}\n{}\n",
-            start.elapsed().as_secs_f64(),
-            tasks.len(),
-            totals.format(Some(&totals.delta(prev_totals))),
-            stats::TABLE_HEADER
-        );
-        for row in &rows {
-            out.push_str(&stats::format_row(row));
-            out.push('\n');
-        }
-        print!("{out}");
-        *prev_totals = totals;
-        *prev_tasks = tasks.into_iter().map(|s| (s.pid, s)).collect();
+    fn stats_error_value<T: Default>(&mut self, what: &str, e: anyhow::Error) -> T {
+        self.stats_error(what, e);
+        T::default()
     }
 
-    pub fn run(&mut self, shutdown: &AtomicBool) -> Result<RunEnd> {
+    /// Run until shut down or ejected: follow reconfigurations and cgroup
+    /// changes, answer the stats socket's requests (`stats`: its
+    /// channels) and print the metrics every `--stats` seconds.
+    pub fn run(&mut self, shutdown: &AtomicBool, stats: Option<&StatsChannels>) -> Result<RunEnd> {
         let start = Instant::now();
         let interval = Duration::from_secs_f64(self.opts.stats_interval);
+        let tick = Duration::from_millis(100);
         let mut last_stats = Instant::now();
-        let mut prev_tasks: HashMap<i32, TaskSample> = HashMap::new();
-        let mut prev_totals = Totals::default();
-        let mut prev_usage = HashMap::new();
+        let mut prev = Snapshot::default();
         let mut last_sync = Instant::now();
 
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
-            std::thread::sleep(Duration::from_millis(100));
+            match stats {
+                Some((res, req)) => match req.recv_timeout(tick) {
+                    Ok(()) => {
+                        let snap = self.snapshot(start, true);
+                        res.send(snap).context("answering a stats request")?;
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => bail!("the stats server stopped"),
+                },
+                None => std::thread::sleep(tick),
+            }
             self.notice_config_change();
             if last_sync.elapsed() >= Duration::from_secs(1) {
                 last_sync = Instant::now();
@@ -349,29 +340,29 @@ impl<'a> Scheduler<'a> {
             if interval.is_zero() || last_stats.elapsed() < interval {
                 continue;
             }
-            let elapsed = last_stats.elapsed();
             last_stats = Instant::now();
-            self.print_stats(start, elapsed, &mut prev_totals, &mut prev_tasks);
-            let usage = self.cgroup_usage();
-            self.print_cgroups(&usage, &prev_usage, elapsed.as_nanos() as u64);
-            prev_usage = usage;
+            let cur = self.snapshot(start, true);
+            stats::print_metrics(
+                &Metrics::between(&prev, &cur, self.opts.top),
+                self.opts.json,
+            );
+            prev = cur;
         }
 
         let requested = shutdown.load(Ordering::Relaxed);
-        let final_totals = self.totals().unwrap_or_default();
         self.sync_cgroups();
         // Read before detaching: on detach the kernel exits every cgroup
         // from the scheduler, which drops the cpu.max groups' state.
-        let final_usage = self.cgroup_usage();
+        let last = self.snapshot(start, false);
 
         // Detach; the kernel returns every task to its default scheduler.
         let _ = self.struct_ops.take();
-        println!("[fairquota] final: {}", final_totals.format(None));
-        self.print_cgroups(
-            &final_usage,
-            &HashMap::new(),
-            start.elapsed().as_nanos() as u64,
-        );
+        let summary = Metrics::between(&Snapshot::default(), &last, 0);
+        if self.opts.json {
+            stats::print_metrics(&summary, true);
+        } else {
+            print!("{}", summary.format_final());
+        }
 
         match uei_report!(&self.skel, uei) {
             Err(e) => Err(e.context(

@@ -1,75 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Statistics: per-task samples and global counters read from the BPF
-//! maps, their deltas over an interval, and the printed table.
+//! Statistics. The daemon reads snapshots of cumulative values from the
+//! BPF maps (global counters, every task through the task iterator, every
+//! limited cgroup); [`Metrics::between`] turns two snapshots into the one
+//! statistics struct that feeds the printed table, the JSON and the
+//! scx_stats socket (`--monitor`, `--help-stats`).
 
 use std::collections::HashMap;
-use std::fmt::Write;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use crossbeam::channel::{Receiver, Sender};
+
+use scx_stats::prelude::*;
+use scx_stats_derive::Stats;
+use serde::{Deserialize, Serialize};
 
 use crate::bpf_intf;
+use crate::cgroups::{Limited, Usage};
 
-/// The global counters, each defined once: index in the BPF `counters`
-/// map, the name printed, and what it counts.
-pub const COUNTERS: [(u32, &str, &str); bpf_intf::counter_idx_NR_COUNTERS as usize] = [
-    (
-        bpf_intf::counter_idx_CNT_FIFO_DISPATCH,
-        "fifo_dispatch",
-        "FIFO tasks started",
-    ),
-    (
-        bpf_intf::counter_idx_CNT_RR_DISPATCH,
-        "rr_dispatch",
-        "RR tasks started",
-    ),
-    (
-        bpf_intf::counter_idx_CNT_THROTTLE,
-        "throttles",
-        "tasks that ran out of quota",
-    ),
-    (
-        bpf_intf::counter_idx_CNT_GUARD,
-        "guard",
-        "RR tasks that waited past the guard (made urgent)",
-    ),
-    (
-        bpf_intf::counter_idx_CNT_FIFO_ROTATE,
-        "fifo_rotate",
-        "FIFO tasks that waited past 1 s (made urgent)",
-    ),
-    (
-        bpf_intf::counter_idx_CNT_WAKE_PREEMPT,
-        "wake_preempt",
-        "queued tasks that preempted a running one",
-    ),
-    (
-        bpf_intf::counter_idx_CNT_SLICE_TIMER,
-        "slice_timer",
-        "slices ended between ticks by the slice timer",
-    ),
-    (
-        bpf_intf::counter_idx_CNT_ENQ_LAST,
-        "enq_last",
-        "last tasks of a CPU re-queued with a follow-up kick",
-    ),
-    (
-        bpf_intf::counter_idx_CNT_LLC_PULL,
-        "llc_pull",
-        "RR tasks moved to a less loaded LLC",
-    ),
-    (
-        bpf_intf::counter_idx_CNT_CG_THROTTLE,
-        "cg_throttles",
-        "times a limited cgroup ran out of quota",
-    ),
-    (
-        bpf_intf::counter_idx_CNT_CG_FULL,
-        "cg_full",
-        "cpu.max limits not enforced: more limited cgroups than the maps hold",
-    ),
-];
+/// Number of global counters (`enum counter_idx` in bpf/intf.h).
+const NR_COUNTERS: usize = bpf_intf::counter_idx_NR_COUNTERS as usize;
 
 /// Global counters, summed over CPUs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Totals(pub [u64; COUNTERS.len()]);
+pub struct Totals(pub [u64; NR_COUNTERS]);
 
 impl Totals {
     /// Sum per-CPU `struct counters` values.
@@ -94,18 +52,6 @@ impl Totals {
 
     pub fn get(&self, idx: u32) -> u64 {
         self.0[idx as usize]
-    }
-
-    /// `name=total (+delta)` for each counter.
-    pub fn format(&self, delta: Option<&Totals>) -> String {
-        let mut s = String::new();
-        for (idx, name, _) in COUNTERS {
-            let _ = write!(s, " {name}={}", self.get(idx));
-            if let Some(d) = delta {
-                let _ = write!(s, " (+{})", d.get(idx));
-            }
-        }
-        s.trim_start().to_string()
     }
 }
 
@@ -150,13 +96,6 @@ impl TaskSample {
     }
 }
 
-/// A task's row in the table: its sample and its CPU use in the interval.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TaskRow {
-    pub sample: TaskSample,
-    pub cpu_pct: f64,
-}
-
 /// Decode the iterator's output: a sequence of `struct task_stat`.
 pub fn parse_task_stats(buf: &[u8]) -> Vec<TaskSample> {
     buf.chunks_exact(std::mem::size_of::<bpf_intf::task_stat>())
@@ -165,33 +104,263 @@ pub fn parse_task_stats(buf: &[u8]) -> Vec<TaskSample> {
         .collect()
 }
 
-/// Rank tasks by CPU used since `prev` (the previous samples by pid) over
-/// `interval_ns` and keep the `top` busiest. A task not seen before counts
-/// all its runtime as used in the interval.
-pub fn top_tasks(
-    now: &[TaskSample],
-    prev: &HashMap<i32, TaskSample>,
-    interval_ns: u64,
-    top: usize,
-) -> Vec<TaskRow> {
-    let mut rows: Vec<TaskRow> = now
-        .iter()
-        .map(|s| {
-            let before = prev.get(&s.pid).map_or(0, |p| p.runtime_ns);
-            let used = s.runtime_ns.saturating_sub(before);
-            TaskRow {
-                sample: s.clone(),
-                cpu_pct: used as f64 * 100.0 / interval_ns.max(1) as f64,
-            }
-        })
-        .collect();
-    rows.sort_by(|a, b| {
-        b.cpu_pct
-            .total_cmp(&a.cpu_pct)
-            .then(a.sample.pid.cmp(&b.sample.pid))
-    });
-    rows.truncate(top);
-    rows
+/// A limited cgroup and its cumulative usage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CgroupSample {
+    pub id: u64,
+    pub limited: Limited,
+    pub usage: Usage,
+}
+
+/// Cumulative values at one moment: what the daemon reads from BPF.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Nanoseconds since the scheduler attached.
+    pub at_ns: u64,
+    pub totals: Totals,
+    pub tasks: Vec<TaskSample>,
+    pub cgroups: Vec<CgroupSample>,
+}
+
+/// One task's row.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(desc = "a task the scheduler runs")]
+pub struct TaskStats {
+    #[stat(desc = "thread id")]
+    pub pid: i32,
+    #[stat(desc = "process id (thread group)")]
+    pub tgid: u32,
+    #[stat(desc = "command name")]
+    pub comm: String,
+    #[stat(desc = "nice value")]
+    pub nice: i32,
+    #[stat(desc = "weight (100 at nice 0, as sched_ext scales CFS weights)")]
+    pub weight: u32,
+    #[stat(desc = "class: FIFO (nice below --fifo-below-nice) or RR")]
+    pub class: String,
+    #[stat(desc = "CPU used in the interval, % of one CPU")]
+    pub cpu_pct: f64,
+    #[stat(desc = "CPU time used under this scheduler, ns")]
+    pub runtime_ns: u64,
+    #[stat(desc = "bandwidth periods with runtime (per-task quota)")]
+    pub nr_periods: u64,
+    #[stat(desc = "times the task ran out of its quota")]
+    pub nr_throttled: u64,
+    #[stat(desc = "time spent throttled by its quota, ns")]
+    pub throttled_ns: u64,
+    #[stat(desc = "longest wait from runnable (or released) to running, ns")]
+    pub max_wait_ns: u64,
+}
+
+/// One limited cgroup's row, in cpu.stat's vocabulary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(desc = "a limited cgroup, with the fields of its cpu.stat")]
+pub struct CgroupStats {
+    #[stat(desc = "path under /sys/fs/cgroup")]
+    pub path: String,
+    #[stat(desc = "where the limit comes from: cli (--cgroup, set) or cpu.max")]
+    pub source: String,
+    #[stat(desc = "quota per period, us")]
+    pub quota_us: u64,
+    #[stat(desc = "period, us")]
+    pub period_us: u64,
+    #[stat(desc = "burst (cpu.max.burst), us")]
+    pub burst_us: u64,
+    #[stat(desc = "CPU used in the interval, % of one CPU")]
+    pub cpu_pct: f64,
+    #[stat(desc = "CPU time used by the group's tasks, us (cpu.stat usage_usec)")]
+    pub usage_usec: u64,
+    #[stat(desc = "periods with runtime (cpu.stat nr_periods)")]
+    pub nr_periods: u64,
+    #[stat(desc = "periods that ran out of quota (cpu.stat nr_throttled)")]
+    pub nr_throttled: u64,
+    #[stat(desc = "time the group was throttled, us (cpu.stat throttled_usec)")]
+    pub throttled_usec: u64,
+    #[stat(desc = "periods that drew on saved burst (cpu.stat nr_bursts)")]
+    pub nr_bursts: u64,
+    #[stat(desc = "runtime drawn from burst, us (cpu.stat burst_usec)")]
+    pub burst_usec: u64,
+}
+
+/// The statistics of scx_fairquota over one interval: what `--stats`
+/// prints, `--monitor` reads from the stats socket and `--json` writes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(top, desc = "scx_fairquota statistics over one interval")]
+pub struct Metrics {
+    #[stat(desc = "seconds since the scheduler attached")]
+    pub uptime_s: f64,
+    #[stat(desc = "length of the interval the counts cover, s")]
+    pub interval_s: f64,
+    #[stat(desc = "tasks the scheduler runs")]
+    pub nr_tasks: u64,
+    #[stat(desc = "FIFO tasks started")]
+    pub fifo_dispatch: u64,
+    #[stat(desc = "RR tasks started")]
+    pub rr_dispatch: u64,
+    #[stat(desc = "tasks that ran out of their per-task quota")]
+    pub throttles: u64,
+    #[stat(desc = "RR tasks that waited past the guard (made urgent)")]
+    pub guard: u64,
+    #[stat(desc = "FIFO tasks that waited past 1 s (made urgent)")]
+    pub fifo_rotate: u64,
+    #[stat(desc = "queued tasks that preempted a running one")]
+    pub wake_preempt: u64,
+    #[stat(desc = "slices ended between ticks by the slice timer")]
+    pub slice_timer: u64,
+    #[stat(desc = "last tasks of a CPU re-queued with a follow-up kick")]
+    pub enq_last: u64,
+    #[stat(desc = "RR tasks moved to a less loaded LLC")]
+    pub llc_pull: u64,
+    #[stat(desc = "times a limited cgroup ran out of quota")]
+    pub cg_throttles: u64,
+    #[stat(desc = "cpu.max limits not enforced: more limited cgroups than the maps hold")]
+    pub cg_full: u64,
+    #[stat(desc = "busiest tasks of the interval, busiest first")]
+    pub tasks: Vec<TaskStats>,
+    #[stat(desc = "limited cgroups")]
+    pub cgroups: Vec<CgroupStats>,
+}
+
+fn pct(used_ns: u64, interval_ns: u64) -> f64 {
+    used_ns as f64 * 100.0 / interval_ns.max(1) as f64
+}
+
+impl Metrics {
+    /// The counters in `enum counter_idx` order, by printed name.
+    fn counters_mut(&mut self) -> [(&'static str, &mut u64); NR_COUNTERS] {
+        [
+            ("fifo_dispatch", &mut self.fifo_dispatch),
+            ("rr_dispatch", &mut self.rr_dispatch),
+            ("throttles", &mut self.throttles),
+            ("guard", &mut self.guard),
+            ("fifo_rotate", &mut self.fifo_rotate),
+            ("wake_preempt", &mut self.wake_preempt),
+            ("slice_timer", &mut self.slice_timer),
+            ("enq_last", &mut self.enq_last),
+            ("llc_pull", &mut self.llc_pull),
+            ("cg_throttles", &mut self.cg_throttles),
+            ("cg_full", &mut self.cg_full),
+        ]
+    }
+
+    /// `name=count` for every counter.
+    fn counters_line(&self) -> String {
+        let mut m = self.clone();
+        let mut s = String::new();
+        for (name, v) in m.counters_mut() {
+            let _ = write!(s, " {name}={v}");
+        }
+        s
+    }
+
+    /// What happened between `prev` and `cur`: counter deltas, the `top`
+    /// busiest tasks of the interval (0: all) and every limited cgroup. A
+    /// task or cgroup not in `prev` counts everything it used as used in
+    /// the interval; `Snapshot::default()` as `prev` gives totals since
+    /// attach.
+    pub fn between(prev: &Snapshot, cur: &Snapshot, top: usize) -> Metrics {
+        let interval_ns = cur.at_ns.saturating_sub(prev.at_ns);
+        let mut m = Metrics {
+            uptime_s: cur.at_ns as f64 / 1e9,
+            interval_s: interval_ns as f64 / 1e9,
+            nr_tasks: cur.tasks.len() as u64,
+            ..Default::default()
+        };
+        let d = cur.totals.delta(&prev.totals);
+        for (i, (_, v)) in m.counters_mut().into_iter().enumerate() {
+            *v = d.0[i];
+        }
+        let before: HashMap<i32, u64> = prev.tasks.iter().map(|t| (t.pid, t.runtime_ns)).collect();
+        m.tasks = cur
+            .tasks
+            .iter()
+            .map(|s| TaskStats {
+                pid: s.pid,
+                tgid: s.tgid,
+                comm: s.comm.clone(),
+                nice: s.nice,
+                weight: s.weight,
+                class: if s.fifo { "FIFO" } else { "RR" }.into(),
+                cpu_pct: pct(
+                    s.runtime_ns
+                        .saturating_sub(*before.get(&s.pid).unwrap_or(&0)),
+                    interval_ns,
+                ),
+                runtime_ns: s.runtime_ns,
+                nr_periods: s.nr_periods,
+                nr_throttled: s.nr_throttled,
+                throttled_ns: s.throttled_ns,
+                max_wait_ns: s.max_wait_ns,
+            })
+            .collect();
+        m.tasks
+            .sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct).then(a.pid.cmp(&b.pid)));
+        if top > 0 {
+            m.tasks.truncate(top);
+        }
+        let used_before: HashMap<u64, u64> = prev
+            .cgroups
+            .iter()
+            .map(|c| (c.id, c.usage.usage_ns))
+            .collect();
+        m.cgroups = cur
+            .cgroups
+            .iter()
+            .map(|c| {
+                let (l, u) = (&c.limited, &c.usage);
+                CgroupStats {
+                    path: l.path.clone(),
+                    source: l.source().into(),
+                    quota_us: l.limit.quota_us,
+                    period_us: l.limit.period_us,
+                    burst_us: l.limit.burst_us,
+                    cpu_pct: pct(
+                        u.usage_ns
+                            .saturating_sub(*used_before.get(&c.id).unwrap_or(&0)),
+                        interval_ns,
+                    ),
+                    usage_usec: u.usage_ns / 1000,
+                    nr_periods: u.nr_periods,
+                    nr_throttled: u.nr_throttled,
+                    throttled_usec: u.throttled_ns / 1000,
+                    nr_bursts: u.nr_bursts,
+                    burst_usec: u.burst_ns / 1000,
+                }
+            })
+            .collect();
+        m
+    }
+
+    /// The periodic table: a counters line, the task table, a line per
+    /// limited cgroup.
+    pub fn format(&self) -> String {
+        let mut out = format!(
+            "[fairquota] t={:.1}s tasks={}{}\n{TABLE_HEADER}\n",
+            self.uptime_s,
+            self.nr_tasks,
+            self.counters_line()
+        );
+        for t in &self.tasks {
+            out.push_str(&t.format());
+            out.push('\n');
+        }
+        for c in &self.cgroups {
+            out.push_str(&c.format());
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The summary at exit (`self` covers the whole run): counters and
+    /// cgroups, no task table.
+    pub fn format_final(&self) -> String {
+        let mut out = format!("[fairquota] final:{}\n", self.counters_line());
+        for c in &self.cgroups {
+            out.push_str(&c.format());
+            out.push('\n');
+        }
+        out
+    }
 }
 
 /// Seconds with three decimals, e.g. `1.234s`.
@@ -201,28 +370,153 @@ pub fn fmt_secs(ns: u64) -> String {
 
 pub const TABLE_HEADER: &str = "     PID COMM             NICE WEIGHT CLASS   CPU%     RUNTIME  PERIODS THROTTLED  THR_TIME  MAX_WAIT";
 
-/// One table line.
-pub fn format_row(row: &TaskRow) -> String {
-    let s = &row.sample;
-    format!(
-        "{:>8} {:<16} {:>4} {:>6} {:<5} {:>6.1} {:>11} {:>8} {:>9} {:>9} {:>9}",
-        s.pid,
-        s.comm.chars().take(16).collect::<String>(),
-        s.nice,
-        s.weight,
-        if s.fifo { "FIFO" } else { "RR" },
-        row.cpu_pct,
-        fmt_secs(s.runtime_ns),
-        s.nr_periods,
-        s.nr_throttled,
-        fmt_secs(s.throttled_ns),
-        fmt_secs(s.max_wait_ns),
+impl TaskStats {
+    /// One table line.
+    pub fn format(&self) -> String {
+        format!(
+            "{:>8} {:<16} {:>4} {:>6} {:<5} {:>6.1} {:>11} {:>8} {:>9} {:>9} {:>9}",
+            self.pid,
+            self.comm.chars().take(16).collect::<String>(),
+            self.nice,
+            self.weight,
+            self.class,
+            self.cpu_pct,
+            fmt_secs(self.runtime_ns),
+            self.nr_periods,
+            self.nr_throttled,
+            fmt_secs(self.throttled_ns),
+            fmt_secs(self.max_wait_ns),
+        )
+    }
+}
+
+impl CgroupStats {
+    /// One `cgroup PATH key=value ...` line.
+    pub fn format(&self) -> String {
+        format!(
+            "cgroup {} from={} quota={}/{} burst={} cpu={:.1}% usage_usec={} nr_periods={} \
+             nr_throttled={} throttled_usec={} nr_bursts={} burst_usec={}",
+            self.path,
+            self.source,
+            self.quota_us,
+            self.period_us,
+            self.burst_us,
+            self.cpu_pct,
+            self.usage_usec,
+            self.nr_periods,
+            self.nr_throttled,
+            self.throttled_usec,
+            self.nr_bursts,
+            self.burst_usec
+        )
+    }
+}
+
+/// The stats socket's data: each client gets, per request, the metrics
+/// since its previous request (the first: since attach). The scheduler
+/// answers a `()` request with a [`Snapshot`]. Request argument `top`: the
+/// number of tasks (default `default_top`, 0 = all).
+pub fn server_data(default_top: usize) -> StatsServerData<(), Snapshot> {
+    let open: Box<dyn StatsOpener<(), Snapshot>> = Box::new(move |_| {
+        let mut prev = Snapshot::default();
+        let read: Box<dyn StatsReader<(), Snapshot>> = Box::new(move |args, (req, res)| {
+            req.send(())?;
+            let cur = res.recv()?;
+            let top = match args.get("top") {
+                Some(v) => v
+                    .parse()
+                    .map_err(|_| anyhow::anyhow!("top={v:?} is not a number of tasks"))?,
+                None => default_top,
+            };
+            let m = Metrics::between(&prev, &cur, top);
+            prev = cur;
+            m.to_json()
+        });
+        Ok(read)
+    });
+    StatsServerData::new()
+        .add_meta(Metrics::meta())
+        .add_meta(TaskStats::meta())
+        .add_meta(CgroupStats::meta())
+        .add_ops("top", StatsOps { open, close: None })
+}
+
+/// Where `--monitor` and other scx_stats clients find the running
+/// scheduler (scx_stats' default path).
+pub const SOCKET_PATH: &str = "/var/run/scx/root/stats";
+
+/// The stats server on [`SOCKET_PATH`]; the socket goes away with it.
+pub struct Server(Option<StatsServer<(), Snapshot>>);
+
+impl Server {
+    /// Serve [`server_data`] on [`SOCKET_PATH`], replacing a stale socket
+    /// left by an instance that was killed. Only root may connect (mode
+    /// 0600): the stats name every task on the host.
+    pub fn launch(default_top: usize) -> Result<Server> {
+        let server = StatsServer::new(server_data(default_top))
+            .set_path(SOCKET_PATH)
+            .launch()?;
+        std::fs::set_permissions(SOCKET_PATH, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("restricting {SOCKET_PATH} to root"))?;
+        Ok(Server(Some(server)))
+    }
+
+    /// The scheduler's side: snapshots out, requests in.
+    pub fn channels(&self) -> Option<(Sender<Snapshot>, Receiver<()>)> {
+        self.0.as_ref().map(|s| s.channels())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Stop the listener first (it wakes itself through the socket).
+        drop(self.0.take());
+        let _ = std::fs::remove_file(SOCKET_PATH);
+    }
+}
+
+/// `--monitor`: print the running scheduler's metrics every `interval`
+/// (as a table, or a JSON object per line) until `shutdown`.
+pub fn monitor(interval: Duration, json: bool, shutdown: &AtomicBool) -> Result<()> {
+    // Fail at once if nothing runs; once connected, a restarting
+    // scheduler is waited for (scx_utils retries).
+    if !std::path::Path::new(SOCKET_PATH).exists() {
+        bail!(
+            "no running scx_fairquota to monitor: {SOCKET_PATH} does not exist; start the scheduler first"
+        );
+    }
+    scx_utils::monitor_stats::<Metrics>(
+        &[],
+        interval,
+        || shutdown.load(Ordering::Relaxed),
+        |m| {
+            print_metrics(&m, json);
+            Ok(())
+        },
     )
+    .map_err(|e| match e.downcast_ref::<std::io::Error>() {
+        Some(io) if io.kind() == std::io::ErrorKind::PermissionDenied => anyhow!(
+            "cannot connect to {SOCKET_PATH}: permission denied; only root may read \
+             scx_fairquota's statistics: run it with sudo"
+        ),
+        _ => e.context(format!("reading statistics from {SOCKET_PATH}")),
+    })
+}
+
+/// Print `m` in one write (a pipe or the journal gets it whole).
+pub fn print_metrics(m: &Metrics, json: bool) {
+    let out = if json {
+        serde_json::to_string(m).unwrap_or_default() + "\n"
+    } else {
+        m.format()
+    };
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cgroups::Limit;
 
     fn sample(pid: i32, runtime_ns: u64) -> TaskSample {
         TaskSample {
@@ -240,20 +534,32 @@ mod tests {
         }
     }
 
-    #[test]
-    fn counters_are_indexed_in_order() {
-        for (i, (idx, _, _)) in COUNTERS.iter().enumerate() {
-            assert_eq!(*idx as usize, i);
+    fn cgroup(usage_ns: u64) -> CgroupSample {
+        CgroupSample {
+            id: 9,
+            limited: Limited {
+                path: "a".into(),
+                limit: Limit::new(2000, 10000, 1000),
+                from_kernel: false,
+            },
+            usage: Usage {
+                usage_ns,
+                nr_periods: 12,
+                nr_throttled: 7,
+                throttled_ns: 80_000_000,
+                nr_bursts: 2,
+                burst_ns: 3_000_000,
+            },
         }
     }
 
     #[test]
     fn totals_sum_and_delta() {
         let mut a = bpf_intf::counters {
-            cnt: [0; COUNTERS.len()],
+            cnt: [0; NR_COUNTERS],
         };
         let mut b = bpf_intf::counters {
-            cnt: [0; COUNTERS.len()],
+            cnt: [0; NR_COUNTERS],
         };
         a.cnt[0] = 5;
         b.cnt[0] = 7;
@@ -270,32 +576,71 @@ mod tests {
     }
 
     #[test]
-    fn totals_format() {
+    fn counters_follow_the_bpf_index() {
         let mut t = Totals::default();
         t.0[bpf_intf::counter_idx_CNT_THROTTLE as usize] = 4;
-        let s = t.format(Some(&t));
-        assert!(s.starts_with("fifo_dispatch=0 (+0) rr_dispatch=0"), "{s}");
-        assert!(s.contains("throttles=4 (+4)"), "{s}");
-        assert!(!t.format(None).contains('+'));
+        t.0[bpf_intf::counter_idx_CNT_CG_FULL as usize] = 1;
+        let cur = Snapshot {
+            totals: t,
+            ..Default::default()
+        };
+        let m = Metrics::between(&Snapshot::default(), &cur, 0);
+        assert_eq!((m.throttles, m.cg_full, m.guard), (4, 1, 0));
+        let line = m.format_final();
+        assert!(
+            line.starts_with("[fairquota] final: fifo_dispatch=0 rr_dispatch=0 throttles=4"),
+            "{line}"
+        );
+    }
+
+    fn snapshots() -> (Snapshot, Snapshot) {
+        let prev = Snapshot {
+            at_ns: 1_000_000_000,
+            tasks: vec![sample(1, 1_000_000_000), sample(2, 0)],
+            cgroups: vec![cgroup(1_800_000_000)],
+            ..Default::default()
+        };
+        // pid 1 used 0.2 s, pid 2 used 0.5 s, pid 3 is new with 0.1 s.
+        let cur = Snapshot {
+            at_ns: 2_000_000_000,
+            tasks: vec![
+                sample(1, 1_200_000_000),
+                sample(2, 500_000_000),
+                sample(3, 100_000_000),
+            ],
+            cgroups: vec![cgroup(2_000_000_000)],
+            ..Default::default()
+        };
+        (prev, cur)
     }
 
     #[test]
-    fn top_tasks_ranks_by_interval_cpu() {
-        let prev: HashMap<i32, TaskSample> = [(1, sample(1, 1_000_000_000)), (2, sample(2, 0))]
-            .into_iter()
-            .collect();
-        // pid 1 used 0.2 s, pid 2 used 0.5 s, pid 3 is new with 0.1 s.
-        let now = vec![
-            sample(1, 1_200_000_000),
-            sample(2, 500_000_000),
-            sample(3, 100_000_000),
-        ];
-        let rows = top_tasks(&now, &prev, 1_000_000_000, 2);
-        assert_eq!(rows.len(), 2);
-        assert_eq!(rows[0].sample.pid, 2);
-        assert!((rows[0].cpu_pct - 50.0).abs() < 1e-9);
-        assert_eq!(rows[1].sample.pid, 1);
-        assert!((rows[1].cpu_pct - 20.0).abs() < 1e-9);
+    fn tasks_ranked_by_interval_cpu() {
+        let (prev, cur) = snapshots();
+        let m = Metrics::between(&prev, &cur, 2);
+        assert_eq!((m.nr_tasks, m.tasks.len()), (3, 2));
+        assert_eq!(m.tasks[0].pid, 2);
+        assert!((m.tasks[0].cpu_pct - 50.0).abs() < 1e-9);
+        assert_eq!(m.tasks[1].pid, 1);
+        assert!((m.tasks[1].cpu_pct - 20.0).abs() < 1e-9);
+        assert_eq!(Metrics::between(&prev, &cur, 0).tasks.len(), 3);
+        assert!((m.interval_s - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cgroup_row_in_cpu_stat_vocabulary() {
+        let (prev, cur) = snapshots();
+        let m = Metrics::between(&prev, &cur, 0);
+        assert_eq!(
+            m.cgroups[0].format(),
+            "cgroup a from=cli quota=2000/10000 burst=1000 cpu=20.0% usage_usec=2000000 \
+             nr_periods=12 nr_throttled=7 throttled_usec=80000 nr_bursts=2 burst_usec=3000"
+        );
+        // The JSON carries the same struct, and reads back.
+        let json = serde_json::to_string(&m).unwrap();
+        let back: Metrics = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, m);
+        assert!(json.contains("\"throttled_usec\":80000"), "{json}");
     }
 
     #[test]
@@ -321,22 +666,21 @@ mod tests {
 
     #[test]
     fn row_format() {
-        let row = TaskRow {
-            sample: sample(42, 2_500_000_000),
-            cpu_pct: 20.04,
-        };
-        let line = format_row(&row);
+        let (prev, cur) = snapshots();
+        let m = Metrics::between(&prev, &cur, 0);
+        let t = m.tasks.iter().find(|t| t.pid == 1).unwrap();
+        let line = t.format();
         let cols: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(
             cols,
             [
-                "42",
+                "1",
                 "a-very-long-comm",
                 "0",
                 "100",
                 "RR",
                 "20.0",
-                "2.500s",
+                "1.200s",
                 "3",
                 "2",
                 "1.500s",
@@ -348,5 +692,24 @@ mod tests {
             cols.len(),
             "header and row columns line up"
         );
+        let table = m.format();
+        assert!(
+            table.starts_with("[fairquota] t=2.0s tasks=3 fifo_dispatch=0"),
+            "{table}"
+        );
+        assert_eq!(table.lines().count(), 1 + 1 + 3 + 1);
+    }
+
+    #[test]
+    fn every_field_is_described() {
+        let mut out = Vec::new();
+        server_data(10).describe_meta(&mut out, None).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for field in ["cg_throttles", "max_wait_ns", "throttled_usec", "nr_bursts"] {
+            assert!(
+                text.contains(field),
+                "{field} missing from --help-stats:\n{text}"
+            );
+        }
     }
 }

@@ -60,6 +60,44 @@ pub fn check_root(euid: u32) -> Result<(), String> {
     }
 }
 
+/// Capability numbers (linux/capability.h).
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+/// The effective capabilities of this process (CapEff in
+/// /proc/self/status), or all if they cannot be read.
+pub fn effective_caps() -> u64 {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .unwrap_or(u64::MAX)
+}
+
+/// Loading the scheduler needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN
+/// (which implies both; the VM test test_systemd_unit_way measures this).
+pub fn check_caps(eff: u64) -> Result<(), String> {
+    let has = |c: u32| eff & (1u64 << c) != 0;
+    if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
+        return Ok(());
+    }
+    let missing: Vec<&str> = [(CAP_BPF, "CAP_BPF"), (CAP_PERFMON, "CAP_PERFMON")]
+        .into_iter()
+        .filter(|(c, _)| !has(*c))
+        .map(|(_, n)| n)
+        .collect();
+    Err(format!(
+        "missing capability {}: loading the scheduler needs CAP_BPF and CAP_PERFMON \
+         (or CAP_SYS_ADMIN); grant them (the systemd unit's CapabilityBoundingSet) or run as root \
+         without a capability bounding set",
+        missing.join(" and ")
+    ))
+}
+
 /// The running kernel's release (`uname -r`).
 pub fn kernel_release() -> String {
     fs::read_to_string("/proc/sys/kernel/osrelease")
@@ -98,6 +136,17 @@ mod tests {
         fs::write(d.join("root/ops"), "bpfland_1.1.4_x86_64\n").unwrap();
         let e = check_no_other_scheduler(&d).unwrap_err();
         assert!(e.contains("already attached: bpfland_1.1.4_x86_64"), "{e}");
+    }
+
+    #[test]
+    fn capabilities_checked() {
+        let bit = |c: u32| 1u64 << c;
+        assert_eq!(check_caps(bit(CAP_SYS_ADMIN)), Ok(()));
+        assert_eq!(check_caps(bit(CAP_BPF) | bit(CAP_PERFMON)), Ok(()));
+        let e = check_caps(bit(CAP_BPF)).unwrap_err();
+        assert!(e.starts_with("missing capability CAP_PERFMON:"), "{e}");
+        let e = check_caps(0).unwrap_err();
+        assert!(e.contains("CAP_BPF and CAP_PERFMON:"), "{e}");
     }
 
     #[test]

@@ -39,6 +39,9 @@ def run(binary, *args):
         (["--cgroup", "fq=2000/10000/1/2"], "is not PATH=QUOTA/PERIOD[/BURST]"),
         (["--max-stall-us", "500"], "--max-stall-us 500 is out of range: use 1000..=1000000 (or 0 for off)"),
         (["--max-stall-us", "2000000"], "--max-stall-us 2000000 is out of range"),
+        (["--monitor", "0"], "--monitor needs an interval above 0 seconds"),
+        (["--monitor", "x"], "'x' is not a number of seconds"),
+        (["--stats", "-2"], "unexpected argument '-2'"),
     ],
 )
 def test_bad_flags_exit_2(binary, args, message):
@@ -85,5 +88,22 @@ def test_help_documents_the_options(binary):
     r = run(binary, "--help")
     assert r.returncode == 0
     for opt in ["--period-us", "--quota-us", "--slice-us", "--slice-mode", "--slice-min-us",
-                "--fifo-below-nice", "--guard-ms", "--stats-interval", "--top", "--cgroup"]:
+                "--fifo-below-nice", "--guard-ms", "--stats-interval", "--top", "--cgroup",
+                "--monitor", "--json", "--help-stats", "also --stats"]:
         assert opt in r.stdout
+
+
+def test_help_stats_describes_every_field(binary):
+    r = run(binary, "--help-stats")
+    assert r.returncode == 0, r.stderr
+    for section in ["[Metrics", "[TaskStats", "[CgroupStats"]:
+        assert section in r.stdout
+    for field in ["rr_dispatch", "guard", "max_wait_ns", "nr_throttled", "throttled_usec", "burst_usec"]:
+        assert field in r.stdout, field
+
+
+def test_monitor_without_running_instance(binary):
+    r = run(binary, "--monitor", "1")
+    assert r.returncode == 1
+    assert "no running scx_fairquota to monitor" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, "one message, one line"

@@ -334,7 +334,10 @@ def test_eight_cpus_two_llcs(binary, tmp_path):
          all(abs(x - 0.75) <= 0.05 for x in fr)),
         ("8 hogs under 2000/10000", f"{pct(min(q))}..{pct(max(q))}", "20% +- 3 each",
          all(abs(x - 0.20) <= 0.03 for x in q)),
-        ("exit statuses", (r["rc_equal"], r["rc_quota"]), "(0, 0)", (r["rc_equal"], r["rc_quota"]) == (0, 0)),
+        ("cpu.max 150000/100000, 4 busy threads", f"{r['wide_cpus']:.4f} CPUs", "1.5 +- 1%",
+         abs(r["wide_cpus"] - 1.5) <= 0.015),
+        ("exit statuses", (r["rc_equal"], r["rc_quota"], r["rc_cgroup"]), "(0, 0, 0)",
+         (r["rc_equal"], r["rc_quota"], r["rc_cgroup"]) == (0, 0, 0)),
     ])
 
 
@@ -461,3 +464,75 @@ def test_cgroup_scale(binary, tmp_path):
         ("exit status", r["rc"], "0", r["rc"] == 0),
     ]
     check_all(checks)
+
+
+def test_systemd_unit_way(binary, tmp_path):
+    """dist/scx_fairquota.service's way: its ExecStart with the shipped
+    environment file, only its capabilities, its KillSignal; kill -9 under
+    load and a restart as Restart=on-failure does."""
+    r = run_scenario("unit", tmp_path)
+    caps = r["caps_tried"]
+    for name, c in caps.items():
+        print(f"  {name:<28} rc={c['rc']} attached={c['attached']} {c['stderr'].strip()[-200:]!r}")
+    mon = [json.loads(l) for l in r["restart_monitor"].splitlines() if l.startswith("{")]
+    caps_unit = " ".join(r["caps"])
+    check_all([
+        ("command line from the environment file", r["args"], "--stats-interval 60",
+         r["args"] == ["--stats-interval", "60"]),
+        ("attached with the unit's capabilities", r["attached"][0], "enabled", r["attached"][0] == "enabled"),
+        (f"exit status on {r['kill_signal']}", r["rc_stop"], 0, r["rc_stop"] == 0),
+        ("state after the stop signal", r["after_stop"][0], "disabled", r["after_stop"][0] == "disabled"),
+        ("kill -9: back on the default scheduler", r["kill9_detach_s"], "< 1 s",
+         r["kill9_detach_s"] is not None and r["kill9_detach_s"] < 1.0),
+        ("kill -9: every workload alive", r["alive_after_kill9"], "all", all(r["alive_after_kill9"])),
+        ("kill -9: every workload progressing", [pct(x) for x in r["shares_after_kill9"]], "> 5% each",
+         all(x > 0.05 for x in r["shares_after_kill9"])),
+        ("restart attaches", r["restart_state"][0], "enabled", r["restart_state"][0] == "enabled"),
+        ("restart: set/show find it", r["restart_show"], 0, r["restart_show"] == 0),
+        ("restart: stats socket answers", len(mon), ">= 1 JSON line", len(mon) >= 1 and "nr_tasks" in mon[0]),
+        ("restart: exit status", r["rc_restart_stop"], 0, r["rc_restart_stop"] == 0),
+        ("the unit's capabilities", caps_unit, "CAP_BPF CAP_PERFMON", caps_unit == "CAP_BPF CAP_PERFMON"),
+        *[(f"{n}: refused, says which", (caps[n]["rc"], caps[n]["attached"], caps[n]["after"]),
+           "non-zero, not attached, disabled",
+           caps[n]["rc"] not in (0, None) and not caps[n]["attached"] and caps[n]["after"] == "disabled"
+           and f"missing capability {n.split()[1]}" in caps[n]["stderr"])
+          for n in ("without CAP_PERFMON", "without CAP_BPF")],
+        ("CAP_SYS_ADMIN alone: attaches", (caps["CAP_SYS_ADMIN alone"]["rc"], caps["CAP_SYS_ADMIN alone"]["attached"]),
+         "(0, True)", (caps["CAP_SYS_ADMIN alone"]["rc"], caps["CAP_SYS_ADMIN alone"]["attached"]) == (0, True)),
+    ])
+
+
+def test_stats_socket(binary, tmp_path):
+    """The scx_stats socket under --monitor, JSON and abuse."""
+    r = run_scenario("stats_socket", tmp_path)
+    mon = r["monitor"]
+    js = r["json_lines"]
+    cg = [c for j in js for c in j.get("cgroups", []) if c.get("path") == "mon"]
+    check_all([
+        ("socket mode and owner", (r["mode"], r["uid"]), "('0o600', 0)", (r["mode"], r["uid"]) == ("0o600", 0)),
+        ("--monitor: tables printed", mon["stdout"].count("[fairquota] t="), ">= 3",
+         mon["stdout"].count("[fairquota] t=") >= 3 and mon["rc"] == 0),
+        ("--monitor: cgroup row", "cgroup mon from=cli" in mon["stdout"], True, "cgroup mon from=cli" in mon["stdout"]),
+        ("--monitor --json: objects", len(js), ">= 3, all JSON",
+         len(js) >= 3 and all("nr_tasks" in j for j in js)),
+        ("JSON cgroup share (last interval)", cg[-1]["cpu_pct"] if cg else None, "20% +- 3",
+         bool(cg) and abs(cg[-1]["cpu_pct"] - 20.0) <= 3.0),
+        ("top=0 gives every task", r["all_tasks"], "> 10", r["all_tasks"] > 10),
+        ("stats_meta", r["meta_ok"], True, r["meta_ok"]),
+        ("garbage / unknown target / bad top: errno", (r["garbage"], r["unknown_target"], r["bad_top"]),
+         "all non-zero", all(x != 0 for x in (r["garbage"], r["unknown_target"], r["bad_top"]))),
+        ("16 MiB request: errno", r["oversized"], "non-zero", r["oversized"] != 0),
+        ("half-closed partial request: an error reply", r["half_closed_reply"][:40], "errno != 0",
+         json.loads(r["half_closed_reply"] or "{}").get("errno", 0) != 0),
+        ("100 clients x 3 requests", r["many_clients_ok"], 300, r["many_clients_ok"] == 300),
+        ("non-root client: refused", r["not_root"]["rc"], "non-zero", r["not_root"]["rc"] != 0),
+        ("non-root client: says why", r["not_root"]["stderr"].strip()[-90:], "permission denied, sudo",
+         "permission denied" in r["not_root"]["stderr"] and "sudo" in r["not_root"]["stderr"]),
+        ("scheduler after the abuse", (r["state_after_abuse"][0], r["alive_after_abuse"]), "('enabled', True)",
+         r["state_after_abuse"][0] == "enabled" and r["alive_after_abuse"]),
+        ("limited hog still at its quota", pct(r["hog_share"]), "20% +- 3", abs(r["hog_share"] - 0.20) <= 0.03),
+        ("exit status", r["rc"], 0, r["rc"] == 0),
+        ("socket removed on exit", r["socket_after_stop"], False, not r["socket_after_stop"]),
+        ("--monitor with nothing running", r["monitor_no_instance"]["rc"], "1, clear message",
+         r["monitor_no_instance"]["rc"] == 1 and "start the scheduler first" in r["monitor_no_instance"]["stderr"]),
+    ])

@@ -47,7 +47,7 @@ def sched_state():
 class Daemon:
     """scx_fairquota running in the background, its output kept in files."""
 
-    def __init__(self, out_dir, name, args, wait_attach=True):
+    def __init__(self, out_dir, name, args, wait_attach=True, prefix=()):
         # Output goes to the guest's own /tmp, copied to out_dir at stop():
         # a write to the shared out_dir is a round trip to the host that
         # needs an unbound kworker, which waits its turn on a loaded guest.
@@ -56,7 +56,7 @@ class Daemon:
         self.out_path = os.path.join(local, f"{name}.stdout")
         self.err_path = os.path.join(local, f"{name}.stderr")
         self.proc = subprocess.Popen(
-            [BIN, *args],
+            [*prefix, BIN, *args],
             stdout=open(self.out_path, "w"),
             stderr=open(self.err_path, "w"),
         )
@@ -666,6 +666,18 @@ def scenario_topology8(out):
     res["quota_shares"] = measure([h.pid for h in hogs], 10)
     kill_all(hogs)
     res["rc_quota"] = d.stop()
+    # A cpu.max of 1.5 CPUs shared by 4 busy threads, spread over 2 LLCs.
+    enable_cpu_controller()
+    make_cgroup("wide")
+    write_cg("wide", "cpu.max", "150000 100000")
+    d = Daemon(out, "topo-cgroup", [])
+    hogs = [spawn_hog(0) for _ in range(4)]
+    for h in hogs:
+        move_to_cgroup(h.pid, "wide")
+    time.sleep(3)
+    res["wide_cpus"] = group_share([[h.pid for h in hogs]], 12)[0]
+    kill_all(hogs)
+    res["rc_cgroup"] = d.stop()
     res["state_after"] = sched_state()
     return res
 
@@ -962,7 +974,183 @@ def scenario_cgroup_scale(out):
     return res
 
 
+UNIT = os.path.join(REPO, "dist/scx_fairquota.service")
+DEFAULTS = os.path.join(REPO, "dist/scx_fairquota.default")
+
+
+def unit_settings(path):
+    """The [Service] keys of a unit file (last value wins, as in systemd)."""
+    keys, section = {}, None
+    for line in open(path):
+        line = line.strip()
+        if line.startswith("["):
+            section = line
+        elif line and not line.startswith("#") and "=" in line and section == "[Service]":
+            k, v = line.split("=", 1)
+            keys[k] = v
+    return keys
+
+
+def unit_command(keys, env_file):
+    """ExecStart as systemd runs it: $VAR from the EnvironmentFile,
+    split on whitespace; the binary is the one under test."""
+    flags = subprocess.run(["bash", "-c", 'set -a; . "$1"; printf %s "$SCX_FAIRQUOTA_FLAGS"', "-", env_file],
+                           capture_output=True, text=True, check=True).stdout
+    argv = keys["ExecStart"].split()
+    if argv[1:] != ["$SCX_FAIRQUOTA_FLAGS"]:
+        raise ScenarioError(f"unexpected ExecStart: {keys['ExecStart']}")
+    return flags.split()
+
+
+def caps_prefix(caps):
+    """Run as root with only `caps` (capability names as in the unit)."""
+    names = ",".join("+" + c.lower().removeprefix("cap_") for c in caps)
+    return ["setpriv", f"--bounding-set=-all,{names}", f"--inh-caps=-all", "--no-new-privs"]
+
+
+def wait_state(want_enabled, timeout):
+    """Seconds until the kernel's state is (or stops being) enabled."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if (sched_state()[0] == "enabled") == want_enabled:
+            return time.monotonic() - t0
+        time.sleep(0.005)
+    return None
+
+
+def scenario_unit(out):
+    """The daemon run the way scx_fairquota.service runs it: the command
+    line from the shipped environment file, only the unit's capabilities,
+    stopped with its KillSignal; kill -9 under load and a restart as
+    Restart=on-failure does; which capabilities attaching needs."""
+    keys = unit_settings(UNIT)
+    args = unit_command(keys, keys["EnvironmentFile"].lstrip("-").replace("/etc/default/scx_fairquota", DEFAULTS))
+    caps = keys["CapabilityBoundingSet"].split()
+    sig = getattr(signal, keys["KillSignal"])
+    res = {"args": args, "caps": caps, "kill_signal": keys["KillSignal"]}
+    # systemd mounts bpffs at boot; virtme-ng's init does not.
+    if " /sys/fs/bpf bpf " not in read("/proc/mounts"):
+        subprocess.run(["mount", "-t", "bpf", "bpf", "/sys/fs/bpf"], check=True)
+    hogs = [spawn_hog(n) for n in (0, 0, 5, -5)]
+    d = Daemon(out, "unit", args, prefix=caps_prefix(caps))
+    res["attached"] = sched_state()
+    time.sleep(3)
+    res["rc_stop"] = d.stop(sig)
+    res["after_stop"] = sched_state()
+    # kill -9 under load: the kernel drops the scheduler when the last
+    # reference to its struct_ops link goes away.
+    d = Daemon(out, "unit-kill9", args, prefix=caps_prefix(caps))
+    time.sleep(3)
+    os.kill(d.proc.pid, signal.SIGKILL)
+    res["kill9_detach_s"] = wait_state(False, 10)
+    d.stop()
+    res["after_kill9"] = sched_state()
+    res["alive_after_kill9"] = [h.poll() is None for h in hogs]
+    res["shares_after_kill9"] = measure([h.pid for h in hogs], 2)
+    # Restart=on-failure: the next start attaches (stale pins replaced).
+    d = Daemon(out, "unit-restart", args, prefix=caps_prefix(caps))
+    res["restart_state"] = sched_state()
+    res["restart_show"] = run_cmd([BIN, "show"])["rc"]
+    res["restart_monitor"] = run_cmd(["timeout", "-s", "INT", "3", BIN, "--monitor", "1", "--json"])["stdout"]
+    time.sleep(2)
+    res["rc_restart_stop"] = d.stop(sig)
+    res["restart_stderr"] = d.stderr()[-2000:]
+    res["after_restart"] = sched_state()
+    # Which capabilities attaching needs: each set alone, a short run.
+    res["caps_tried"] = {}
+    for name, cs in [("without CAP_PERFMON", [c for c in caps if c != "CAP_PERFMON"]),
+                     ("without CAP_BPF", [c for c in caps if c != "CAP_BPF"]),
+                     ("CAP_SYS_ADMIN alone", ["CAP_SYS_ADMIN"])]:
+        r = run_cmd([*caps_prefix(cs), "timeout", "--preserve-status", "-s", "INT", "8", BIN, "--stats-interval", "0"], timeout=60)
+        res["caps_tried"][name] = {"rc": r["rc"], "attached": "attached" in r["stderr"],
+                                   "stderr": r["stderr"][-600:], "after": sched_state()[0]}
+    kill_all(hogs)
+    return res
+
+
+SOCKET = "/var/run/scx/root/stats"
+
+
+def stats_request(req, timeout=30):
+    """One request line on the stats socket; the decoded response."""
+    import socket
+    with socket.socket(socket.AF_UNIX) as c:
+        c.settimeout(timeout)
+        c.connect(SOCKET)
+        c.sendall(req)
+        return json.loads(c.makefile().readline())
+
+
+def scenario_stats_socket(out):
+    """The scx_stats socket: --monitor from another process (table and
+    JSON), garbage, oversized and half-closed requests, 100 clients at
+    once, a client that may not connect; the daemon keeps scheduling."""
+    import socket
+    import threading
+    enable_cpu_controller()
+    make_cgroup("mon")
+    d = Daemon(out, "stats", ["--stats-interval", "0", "--cgroup", "mon=20000/100000"])
+    hog = spawn_hog(0)
+    move_to_cgroup(hog.pid, "mon")
+    st = os.stat(SOCKET)
+    res = {"mode": oct(st.st_mode & 0o777), "uid": st.st_uid}
+    res["monitor"] = run_cmd(["timeout", "--preserve-status", "-s", "INT", "5", BIN, "--monitor", "1"])
+    res["monitor_json"] = run_cmd(["timeout", "--preserve-status", "-s", "INT", "5", BIN, "--monitor", "1",
+                                   "--json"])
+    res["json_lines"] = []
+    for line in res["monitor_json"]["stdout"].splitlines():
+        try:
+            res["json_lines"].append(json.loads(line))
+        except ValueError:
+            res["json_lines"].append({"unparsed": line})
+    res["all_tasks"] = len(stats_request(b'{"req":"stats","args":{"top":"0"}}\n')["args"]["resp"]["tasks"])
+    res["meta_ok"] = "Metrics" in stats_request(b'{"req":"stats_meta","args":{}}\n')["args"]["resp"]
+    # Bad requests: each gets an error answer (or a closed connection),
+    # never a dead server.
+    res["garbage"] = stats_request(b"garbage{\n")["errno"]
+    res["unknown_target"] = stats_request(b'{"req":"stats","args":{"target":"nope"}}\n')["errno"]
+    res["bad_top"] = stats_request(b'{"req":"stats","args":{"top":"x"}}\n')["errno"]
+    res["oversized"] = stats_request(b'{"req":"' + b"x" * (16 << 20) + b'"}\n', timeout=120)["errno"]
+    with socket.socket(socket.AF_UNIX) as c:
+        c.connect(SOCKET)
+        c.sendall(b'{"req":"sta')
+        c.shutdown(socket.SHUT_WR)
+        res["half_closed_reply"] = c.recv(100).decode()
+    for _ in range(20):  # clients that connect and vanish
+        c = socket.socket(socket.AF_UNIX)
+        c.connect(SOCKET)
+        c.close()
+    ok = []
+
+    def client():
+        try:
+            for _ in range(3):
+                r = stats_request(b'{"req":"stats","args":{}}\n', timeout=120)
+                ok.append(r["errno"] == 0 and "nr_tasks" in r["args"]["resp"])
+        except Exception as e:  # noqa: BLE001 - recorded as a failure
+            ok.append(repr(e))
+    threads = [threading.Thread(target=client) for _ in range(100)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    res["many_clients_ok"] = sum(1 for x in ok if x is True)
+    res["many_clients_errors"] = [x for x in ok if x is not True][:5]
+    res["not_root"] = run_cmd(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               BIN, "--monitor", "1"], timeout=30)
+    res["state_after_abuse"] = sched_state()
+    res["alive_after_abuse"] = d.proc.poll() is None
+    (res["hog_share"],) = measure([hog.pid], 4)
+    kill_all([hog])
+    res["rc"] = d.stop()
+    res["socket_after_stop"] = os.path.exists(SOCKET)
+    res["monitor_no_instance"] = run_cmd([BIN, "--monitor", "1"], timeout=30)
+    return res
+
+
 SCENARIOS = {
+    "stats_socket": scenario_stats_socket,
+    "unit": scenario_unit,
     "demo": scenario_demo,
     "attach": scenario_attach,
     "quota": scenario_quota,
