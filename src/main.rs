@@ -9,6 +9,8 @@ pub mod bpf_intf;
 mod cgroups;
 mod config;
 mod control;
+#[cfg(test)]
+mod fuzz;
 mod libbpf_log;
 mod scheduler;
 mod stats;

@@ -675,7 +675,7 @@ def scenario_topology8(out):
     for h in hogs:
         move_to_cgroup(h.pid, "wide")
     time.sleep(3)
-    res["wide_cpus"] = group_share([[h.pid for h in hogs]], 12)[0]
+    res["wide_cpus"] = group_share([[h.pid for h in hogs]], 20)[0]
     kill_all(hogs)
     res["rc_cgroup"] = d.stop()
     res["state_after"] = sched_state()
