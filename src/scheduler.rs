@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use crossbeam::channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam::channel::{Receiver, Sender, TryRecvError};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
@@ -321,16 +321,19 @@ impl<'a> Scheduler<'a> {
         let mut last_sync = Instant::now();
 
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
-            match stats {
-                Some((res, req)) => match req.recv_timeout(tick) {
+            // Poll, do not block on the channel: the daemon's threads run
+            // from the urgent queue, and a blocking receive with a timeout
+            // measured as a busy loop under load (a CPU of its own).
+            std::thread::sleep(tick);
+            while let Some((res, req)) = stats {
+                match req.try_recv() {
                     Ok(()) => {
                         let snap = self.snapshot(start, true);
                         res.send(snap).context("answering a stats request")?;
                     }
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => bail!("the stats server stopped"),
-                },
-                None => std::thread::sleep(tick),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => bail!("the stats server stopped"),
+                }
             }
             self.notice_config_change();
             if last_sync.elapsed() >= Duration::from_secs(1) {
