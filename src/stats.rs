@@ -245,7 +245,12 @@ impl Metrics {
 
     /// `name=count` for every counter.
     fn counters_line(&self) -> String {
-        let mut m = self.clone();
+        // Only the counters are copied, not the task and cgroup rows.
+        let mut m = Metrics {
+            tasks: Vec::new(),
+            cgroups: Vec::new(),
+            ..*self
+        };
         let mut s = String::new();
         for (name, v) in m.counters_mut() {
             let _ = write!(s, " {name}={v}");

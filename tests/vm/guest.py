@@ -670,14 +670,7 @@ def scenario_topology8(out):
     enable_cpu_controller()
     make_cgroup("wide")
     write_cg("wide", "cpu.max", "150000 100000")
-    d = Daemon(out, "topo-cgroup", [])
-    hogs = [spawn_hog(0) for _ in range(4)]
-    for h in hogs:
-        move_to_cgroup(h.pid, "wide")
-    time.sleep(3)
-    res["wide_cpus"] = group_share([[h.pid for h in hogs]], 20)[0]
-    kill_all(hogs)
-    res["rc_cgroup"] = d.stop()
+    res["wide_cpus"], res["rc_cgroup"] = group_under_daemon(out, "topo-cgroup", [], "wide", 4, 20)
     res["state_after"] = sched_state()
     return res
 
@@ -701,6 +694,19 @@ def group_share(groups, seconds):
     pids = [p for g in groups for p in g]
     shares = dict(zip(pids, measure(pids, seconds)))
     return [sum(shares[p] for p in g) for g in groups]
+
+
+def group_under_daemon(out, name, args, rel, n, seconds):
+    """n nice 0 hogs in cgroup `rel` under a daemon started with `args`:
+    (their share of one CPU together over `seconds`, the daemon's exit status)."""
+    d = Daemon(out, name, args)
+    hogs = [spawn_hog(0) for _ in range(n)]
+    for h in hogs:
+        move_to_cgroup(h.pid, rel)
+    time.sleep(3)
+    share = group_share([[h.pid for h in hogs]], seconds)[0]
+    kill_all(hogs)
+    return share, d.stop()
 
 
 def cgroup_rows(stdout, path):
@@ -783,14 +789,8 @@ def scenario_cgroups(out):
     kernel["rows"] = cgroup_rows(d.stdout(), "fq_k")
     res["kernel"] = kernel
 
-    d = Daemon(out, "cgroups-multi", ["--cgroup", "fq_b=150000/100000"])
-    hogs = [spawn_hog(0), spawn_hog(0)]
-    for p in hogs:
-        move_to_cgroup(p.pid, "fq_b")
-    time.sleep(3)
-    res["fq_b"] = group_share([[p.pid for p in hogs]], 10)[0]
-    kill_all(hogs)
-    res["rc_multi"] = d.stop()
+    res["fq_b"], res["rc_multi"] = group_under_daemon(out, "cgroups-multi", ["--cgroup", "fq_b=150000/100000"],
+                                                      "fq_b", 2, 10)
     return res
 
 
