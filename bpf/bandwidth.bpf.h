@@ -146,6 +146,9 @@ static void park(struct task_struct *p, struct task_ctx *tctx,
 	/* Throttled time is not waiting time: the wait starts at release. */
 	tctx->enq_at_ns = release;
 	tctx->parked = true;
+	/* arg: 1 if a cgroup's quota ran out while the task has its own left */
+	trace_task(TRACE_THROTTLE, p, tctx,
+		   !tctx->limited || tctx->bw.tokens_ns > 0, now);
 	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_THROTTLED, tctx->llc),
 				 cfg->slice_ns, release, enq_flags);
 	if (lctx)
@@ -156,12 +159,16 @@ static void park(struct task_struct *p, struct task_ctx *tctx,
  * A parked task runs again: account the time it spent throttled (up to its
  * release, not the queueing after it). Called from ops.running().
  */
-static void unpark(struct task_ctx *tctx, u64 now)
+static void unpark(const struct task_struct *p, struct task_ctx *tctx,
+		   u64 now)
 {
+	u64 end = now < tctx->release_at_ns ? now : tctx->release_at_ns;
+
 	if (!tctx->parked)
 		return;
 	tctx->parked = false;
-	bw_unpark(&tctx->bw, now < tctx->release_at_ns ? now : tctx->release_at_ns);
+	bw_unpark(&tctx->bw, end);
+	trace_task(TRACE_RELEASE, p, tctx, 0, end);
 }
 
 /*

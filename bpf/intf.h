@@ -35,6 +35,9 @@ enum consts {
 
 	/* Longest a task stays throttled to pay off overrun (debt cap). */
 	MAX_THROTTLE_NS		= 2000ULL * 1000 * 1000,
+	/* Bytes of the trace ring buffer (trace.bpf.h). */
+	TRACE_RB_BYTES		= 8 << 20,
+
 	/* Smallest quota of a smooth-mode sub-period (see bw_smooth()). */
 	BW_MIN_SUB_QUOTA_NS	= 500ULL * 1000,
 
@@ -178,6 +181,36 @@ struct task_stat {
 	u64 nr_throttled;
 	u64 throttled_ns;
 	u64 max_wait_ns;	/* longest wait from runnable to running */
+};
+
+/*
+ * Tracing (trace.bpf.h, `scx_fairquota trace`): the ring buffer's size and
+ * the events it carries. Every event is one struct fq_trace_event.
+ */
+enum trace_kind {
+	TRACE_RUN		= 1,	/* the task started running on cpu */
+	TRACE_STOP		= 2,	/* it stopped running (arg: still runnable) */
+	TRACE_THROTTLE		= 3,	/* parked out of quota (arg: 1 = a cgroup's) */
+	TRACE_RELEASE		= 4,	/* a parked task runs again */
+	TRACE_GUARD		= 5,	/* moved to the urgent queue (arg: class) */
+};
+
+struct fq_trace_event {
+	u64 ts_ns;		/* bpf_ktime_get_ns() (CLOCK_MONOTONIC) */
+	s32 pid;		/* thread id */
+	u32 tgid;		/* process id */
+	u32 cpu;
+	u8 kind;		/* enum trace_kind */
+	u8 class;		/* enum task_class */
+	u8 arg;
+	u8 __pad;
+	char comm[16];
+};
+
+/* The trace switch (map "trace_ctl", one entry), written by the tracer. */
+struct fq_trace_ctl {
+	u64 until_ns;		/* record events until then (0: off) */
+	u64 dropped;		/* events lost to a full ring buffer */
 };
 
 #endif /* __FAIRQUOTA_INTF_H */

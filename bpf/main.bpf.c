@@ -67,6 +67,10 @@
  * sequence number, copied once per callback. Nothing is written by every
  * CPU on the hot path, and no global lock is taken.
  *
+ * Tracing (trace.bpf.h). `scx_fairquota trace` sets a deadline in a map;
+ * until then runs, stops, throttles, releases and guard moves are written
+ * to a bounded ring buffer. Otherwise each trace point is an array lookup.
+ *
  * Scaling. Per context switch: one config copy (about 64 bytes), a few
  * DSQ operations on the LLC's queues, a per-CPU timer start for RR turns
  * that may end between ticks. Dispatch looks at other LLCs' queue lengths
@@ -99,6 +103,7 @@ const volatile bool test_verifier_reject;
 const volatile bool test_init_fail;
 
 #include "state.bpf.h"
+#include "trace.bpf.h"
 #include "cgroups.bpf.h"
 #include "queues.bpf.h"
 #include "bandwidth.bpf.h"
@@ -372,7 +377,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 		return;
 	read_config(&cfg);
 	throttled = refresh_task(p, tctx, &cfg, now);
-	unpark(tctx, now);
+	unpark(p, tctx, now);
 	set_task_llc(tctx, llc);
 	tctx->last_exec_ns = p->se.sum_exec_runtime;
 	tctx->fifo_head = false;
@@ -402,6 +407,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 		slice = 0;
 	scx_bpf_task_set_slice(p, slice);
 	turn_begin(tctx, now);
+	trace_task(TRACE_RUN, p, tctx, 0, now);
 
 	if (tctx->class == CLASS_FIFO) {
 		stat_inc(CNT_FIFO_DISPATCH);
@@ -434,13 +440,16 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 	struct task_ctx *tctx = try_lookup_task_ctx(p);
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(scx_bpf_task_cpu(p));
 	struct fq_config cfg;
+	u64 now;
 
 	if (cctx)
 		cctx->curr_valid = false;
 	if (!tctx)
 		return;
 	read_config(&cfg);
-	charge(p, tctx, &cfg, bpf_ktime_get_ns());
+	now = bpf_ktime_get_ns();
+	charge(p, tctx, &cfg, now);
+	trace_task(TRACE_STOP, p, tctx, runnable, now);
 	/* A FIFO task preempted while running resumes at the head. */
 	tctx->fifo_head = runnable && tctx->class == CLASS_FIFO &&
 			  !tctx->to_tail;

@@ -6,7 +6,8 @@
 # Installs (idempotently, skipping what is already there):
 #   * Debian packages for the VM (qemu, kmod, udev, cpio, busybox-static, ...)
 #     and for the Rust/BPF build (clang-19, llvm-19, libclang-19-dev, ...);
-#   * a Python venv at ~/.cache/scx_fairquota/venv with virtme-ng and pytest;
+#   * a Python venv at ~/.cache/scx_fairquota/venv with virtme-ng, pytest and
+#     perfetto (its trace protos, for the trace test);
 #   * virtiofsd, built with `cargo install virtiofsd --locked`.
 #
 # Usage: scripts/setup-host.sh          (as root, or with sudo available)
@@ -78,11 +79,15 @@ if [ ! -x "$VENV/bin/python" ]; then
     say "creating venv $VENV"
     "$PY" -m venv "$VENV"
 fi
-if [ -x "$VENV/bin/vng" ] && [ -x "$VENV/bin/virtme-run" ] && [ -x "$VENV/bin/pytest" ]; then
-    say "venv already has virtme-ng and pytest"
+# perfetto (Google's package, with the compiled trace protos) and protobuf
+# let the trace test parse `scx_fairquota trace` output with Perfetto's own
+# message definitions.
+if [ -x "$VENV/bin/vng" ] && [ -x "$VENV/bin/virtme-run" ] && [ -x "$VENV/bin/pytest" ] &&
+    "$VENV/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' 2>/dev/null; then
+    say "venv already has virtme-ng, pytest and perfetto"
 else
-    say "installing $VIRTME_NG_SPEC and pytest into $VENV"
-    "$VENV/bin/python" -m pip install --quiet "$VIRTME_NG_SPEC" pytest
+    say "installing $VIRTME_NG_SPEC, pytest and perfetto into $VENV"
+    "$VENV/bin/python" -m pip install --quiet "$VIRTME_NG_SPEC" pytest "perfetto==0.59.1" "protobuf>=5.27,<7"
 fi
 
 # ---- virtiofsd --------------------------------------------------------------

@@ -23,9 +23,19 @@ pub const PIN_SLOTS: &str = "/sys/fs/bpf/scx_fairquota/config_slots";
 pub const PIN_SEQ: &str = "/sys/fs/bpf/scx_fairquota/config_seq";
 pub const PIN_CG_LIMITS: &str = "/sys/fs/bpf/scx_fairquota/cgroup_limits";
 pub const PIN_CG_STATES: &str = "/sys/fs/bpf/scx_fairquota/cgroup_states";
-const PINS: [&str; 4] = [PIN_SLOTS, PIN_SEQ, PIN_CG_LIMITS, PIN_CG_STATES];
+pub const PIN_TRACE_EVENTS: &str = "/sys/fs/bpf/scx_fairquota/trace_events";
+pub const PIN_TRACE_CTL: &str = "/sys/fs/bpf/scx_fairquota/trace_ctl";
+const PINS: [&str; 6] = [
+    PIN_SLOTS,
+    PIN_SEQ,
+    PIN_CG_LIMITS,
+    PIN_CG_STATES,
+    PIN_TRACE_EVENTS,
+    PIN_TRACE_CTL,
+];
 const LOCK_DIR: &str = "/run/scx_fairquota";
 const LOCK_FILE: &str = "/run/scx_fairquota/config.lock";
+const TRACE_LOCK_FILE: &str = "/run/scx_fairquota/trace.lock";
 const BPF_FS_MAGIC: i64 = 0xcafe4a11;
 
 /// A `set` request whose result would be invalid (exit status 2).
@@ -115,29 +125,42 @@ impl<S: MapCore, Q: MapCore> ConfigMaps<'_, S, Q> {
     }
 }
 
-/// An exclusive lock on the configuration, held while reading, merging
-/// and writing it, so that two `set` calls at once both take effect.
-pub struct ConfigLock {
+/// An exclusive lock file (flock, released when dropped): the
+/// configuration's, held while reading, merging and writing it so that two
+/// `set` calls at once both take effect; the tracer's, so that one trace
+/// runs at a time.
+pub struct Lock {
     _file: fs::File,
 }
 
-impl ConfigLock {
-    pub fn take() -> Result<ConfigLock> {
+impl Lock {
+    /// Wait for the configuration lock (`set` calls take turns).
+    pub fn config() -> Result<Lock> {
+        Self::flock(LOCK_FILE, libc::LOCK_EX)?.ok_or_else(|| anyhow!("cannot lock {LOCK_FILE}"))
+    }
+
+    /// The tracer's lock, without waiting: None if another tracer has it.
+    pub fn try_trace() -> Result<Option<Lock>> {
+        Self::flock(TRACE_LOCK_FILE, libc::LOCK_EX | libc::LOCK_NB)
+    }
+
+    fn flock(path: &str, op: libc::c_int) -> Result<Option<Lock>> {
         fs::create_dir_all(LOCK_DIR).with_context(|| format!("creating {LOCK_DIR}"))?;
         let f = fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(LOCK_FILE)
-            .with_context(|| format!("opening {LOCK_FILE}"))?;
+            .open(path)
+            .with_context(|| format!("opening {path}"))?;
         // SAFETY: flock() on a file descriptor we own.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            bail!(
-                "cannot lock {LOCK_FILE}: {}",
-                std::io::Error::last_os_error()
-            );
+        if unsafe { libc::flock(f.as_raw_fd(), op) } != 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                return Ok(None);
+            }
+            bail!("cannot lock {path}: {err}");
         }
-        Ok(ConfigLock { _file: f })
+        Ok(Some(Lock { _file: f }))
     }
 }
 
@@ -168,6 +191,12 @@ pub fn unpin_maps() {
 
 /// Open the running instance's config maps (slots, seq).
 fn open_running() -> Result<(MapHandle, MapHandle)> {
+    let [slots, seq] = open_running_maps([PIN_SLOTS, PIN_SEQ])?;
+    Ok((slots, seq))
+}
+
+/// Open maps the running instance pinned at @paths.
+pub fn open_running_maps<const N: usize>(paths: [&str; N]) -> Result<[MapHandle; N]> {
     // SAFETY: geteuid() has no preconditions.
     sysfs::check_root(unsafe { libc::geteuid() }).map_err(|m| anyhow!(m))?;
     let open = |path: &str| {
@@ -177,7 +206,12 @@ fn open_running() -> Result<(MapHandle, MapHandle)> {
             )
         })
     };
-    let maps = (open(PIN_SLOTS)?, open(PIN_SEQ)?);
+    let maps = paths
+        .iter()
+        .map(|p| open(p))
+        .collect::<Result<Vec<_>>>()?
+        .try_into()
+        .map_err(|_| anyhow!("internal error: wrong number of maps"))?;
     let attached = sysfs::attached_scheduler(Path::new(sysfs::SCHED_EXT_DIR));
     if !attached
         .as_deref()
@@ -199,7 +233,7 @@ pub fn set(u: &Update, cgs: &[CgroupArg]) -> Result<()> {
         slots: &slots,
         seq: &seq,
     };
-    let _lock = ConfigLock::take()?;
+    let _lock = Lock::config()?;
     let mut new = maps.read()?.apply(u);
     new.validate()
         .map_err(|m| anyhow::Error::new(InvalidUpdate(m)))?;

@@ -10,6 +10,7 @@ use proptest::prelude::*;
 use crate::cgroups::{self, CgroupArg};
 use crate::config::{SliceMode, Tunables, Update};
 use crate::stats::{CgroupSample, Metrics, Snapshot, TaskSample, Totals};
+use crate::trace::timeline::{Event, Kind, Timeline};
 use crate::{Cmd, Opts, bpf_intf, config};
 
 /// Words a command line is made of: every option, edge values, junk.
@@ -33,6 +34,15 @@ fn word() -> impl Strategy<Value = String> {
             "--help-stats",
             "set",
             "show",
+            "trace",
+            "--duration",
+            "--out",
+            "--png",
+            "--rows",
+            "--max-events",
+            "0.01",
+            "60",
+            "60.5",
             "--no-quota",
             "fixed",
             "split",
@@ -166,6 +176,12 @@ proptest! {
                     }
                 }
                 Some(Cmd::Show) => {}
+                Some(Cmd::Trace(t)) => {
+                    let r = t.request();
+                    prop_assert!(r.duration.as_secs_f64() >= 0.01
+                                 && r.duration.as_secs_f64() <= crate::trace::MAX_DURATION_S);
+                    prop_assert!(r.rows >= 1 && r.max_events >= 1);
+                }
             }
         }
     }
@@ -202,6 +218,28 @@ proptest! {
         prop_assert_eq!(n, buf.len() / std::mem::size_of::<bpf_intf::task_stat>());
         let _ = cgroups::parse_state(&buf);
         let _ = config::from_bytes::<bpf_intf::fq_config>(&buf);
+        let _ = Event::parse(&buf);
+    }
+
+    /// Any sequence of trace events (lost, duplicated, out of order, out
+    /// of the window): spans stay inside the window and in order, and the
+    /// Perfetto encoding works.
+    #[test]
+    fn trace_events_never_panic(evs in prop::collection::vec(
+            (0u64..3000, 1i32..6, 0usize..5, 0u32..4, any::<bool>()), 0..200),
+            origin in 0u64..1000, dur in 0u64..2000) {
+        let kinds = [Kind::Run, Kind::Stop, Kind::Throttle, Kind::Release, Kind::Guard];
+        let evs: Vec<Event> = evs.into_iter().map(|(ts, pid, k, cpu, fifo)| Event {
+            ts_ns: ts, pid, tgid: 1, cpu, kind: kinds[k], fifo, arg: 0, comm: [b'x'; 16],
+        }).collect();
+        let tl = Timeline::build(&evs, origin, dur, 0);
+        for t in &tl.tasks {
+            for s in t.runs.iter().chain(&t.throttled) {
+                prop_assert!(s.start_ns <= s.end_ns && s.end_ns <= dur);
+            }
+            prop_assert!(t.guards.iter().all(|&g| g <= dur));
+        }
+        let _ = crate::trace::encode_perfetto(&tl);
     }
 
     /// Any two snapshots (counters that went backwards, pids reused, time

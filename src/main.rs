@@ -16,9 +16,10 @@ mod scheduler;
 mod stats;
 mod sysfs;
 mod topology;
+mod trace;
 
 use std::mem::MaybeUninit;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,6 +64,32 @@ enum Cmd {
     Set(SetOpts),
     /// Print the tunables of the running scheduler.
     Show,
+    /// Record what the running scheduler does for a few seconds and write
+    /// it as a Perfetto trace (open it in ui.perfetto.dev) and a PNG
+    /// timeline: one row per task, its turns on a CPU colored by class,
+    /// throttled spans and guard moves marked.
+    Trace(TraceOpts),
+}
+
+#[derive(Debug, clap::Args)]
+struct TraceOpts {
+    /// Seconds to record (0.01..=60).
+    #[arg(long, default_value_t = 5.0, value_parser = parse_trace_duration)]
+    duration: f64,
+    /// The Perfetto trace (TrackEvent protobuf) to write.
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// The PNG timeline to write [default: FILE with the extension .png].
+    #[arg(long, value_name = "FILE")]
+    png: Option<PathBuf>,
+    /// Tasks drawn in the PNG, busiest first (the trace has all).
+    #[arg(long, default_value_t = 24, value_parser = value_parser!(u64).range(1..=500))]
+    rows: u64,
+    /// Stop early after this many events (bounds the tracer's memory,
+    /// about 48 bytes per event).
+    #[arg(long, default_value_t = 2_000_000,
+          value_parser = value_parser!(u64).range(1..=20_000_000))]
+    max_events: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -206,6 +233,34 @@ fn parse_interval(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+fn parse_trace_duration(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !v.is_finite() || !(0.01..=trace::MAX_DURATION_S).contains(&v) {
+        return Err(format!(
+            "{s} is out of range: trace 0.01 to {} seconds",
+            trace::MAX_DURATION_S
+        ));
+    }
+    Ok(v)
+}
+
+impl TraceOpts {
+    fn request(&self) -> trace::Request {
+        trace::Request {
+            duration: Duration::from_secs_f64(self.duration),
+            png: self
+                .png
+                .clone()
+                .unwrap_or_else(|| trace::default_png(&self.out)),
+            out: self.out.clone(),
+            rows: self.rows as usize,
+            max_events: self.max_events as usize,
+        }
+    }
+}
+
 impl RunOpts {
     fn tunables(&self) -> Tunables {
         Tunables {
@@ -335,6 +390,9 @@ fn main() -> ExitCode {
         None => run(&opts.run),
         Some(Cmd::Set(s)) => control::set(&s.update(), &s.cgroups).map(|()| ExitCode::SUCCESS),
         Some(Cmd::Show) => control::show().map(|()| ExitCode::SUCCESS),
+        Some(Cmd::Trace(t)) => shutdown_flag()
+            .and_then(|stop| trace::run(&t.request(), &stop))
+            .map(|()| ExitCode::SUCCESS),
     };
     match res {
         Ok(code) => code,

@@ -113,7 +113,7 @@ impl<'a> Scheduler<'a> {
         tunables.nr_cgroups = cgroups.len() as u32;
         tunables.cgroup_gen += 1;
         {
-            let _lock = control::ConfigLock::take()?;
+            let _lock = control::Lock::config()?;
             config_maps(&skel).write(&tunables)?;
         }
         control::pin_maps(&[
@@ -121,6 +121,8 @@ impl<'a> Scheduler<'a> {
             (&skel.maps.config_seq, control::PIN_SEQ),
             (&skel.maps.cgroup_limits, control::PIN_CG_LIMITS),
             (&skel.maps.cgroup_states, control::PIN_CG_STATES),
+            (&skel.maps.trace_events, control::PIN_TRACE_EVENTS),
+            (&skel.maps.trace_ctl, control::PIN_TRACE_CTL),
         ])?;
 
         // The task iterator the statistics are read through.
@@ -252,7 +254,7 @@ impl<'a> Scheduler<'a> {
         if gone.is_empty() {
             return;
         }
-        let Ok(_lock) = control::ConfigLock::take() else {
+        let Ok(_lock) = control::Lock::config() else {
             return;
         };
         for id in gone {

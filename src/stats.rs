@@ -74,16 +74,10 @@ pub struct TaskSample {
 
 impl TaskSample {
     pub fn from_stat(c: &bpf_intf::task_stat) -> TaskSample {
-        let comm: Vec<u8> = c
-            .comm
-            .iter()
-            .take_while(|&&b| b != 0)
-            .map(|&b| b as u8)
-            .collect();
         TaskSample {
             pid: c.pid,
             tgid: c.tgid,
-            comm: String::from_utf8_lossy(&comm).into_owned(),
+            comm: comm_string(&c.comm.map(|b| b as u8)),
             nice: c.nice,
             weight: c.weight,
             fifo: c.class == bpf_intf::task_class_CLASS_FIFO,
@@ -94,6 +88,12 @@ impl TaskSample {
             max_wait_ns: c.max_wait_ns,
         }
     }
+}
+
+/// A task's comm as the kernel stores it (NUL-padded bytes).
+pub fn comm_string(comm: &[u8]) -> String {
+    let end = comm.iter().position(|&b| b == 0).unwrap_or(comm.len());
+    String::from_utf8_lossy(&comm[..end]).into_owned()
 }
 
 /// Decode the iterator's output: a sequence of `struct task_stat`.

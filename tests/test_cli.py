@@ -42,6 +42,12 @@ def run(binary, *args):
         (["--monitor", "0"], "--monitor needs an interval above 0 seconds"),
         (["--monitor", "x"], "'x' is not a number of seconds"),
         (["--stats", "-2"], "unexpected argument '-2'"),
+        (["trace", "--duration", "0", "--out", "t"], "0 is out of range: trace 0.01 to 60 seconds"),
+        (["trace", "--duration", "61", "--out", "t"], "61 is out of range"),
+        (["trace", "--duration", "x", "--out", "t"], "'x' is not a number of seconds"),
+        (["trace", "--rows", "0", "--out", "t"], "0 is not in 1..=500"),
+        (["trace", "--max-events", "0", "--out", "t"], "0 is not in 1..=20000000"),
+        (["trace"], "the following required arguments were not provided"),
     ],
 )
 def test_bad_flags_exit_2(binary, args, message):
@@ -66,6 +72,15 @@ def test_set_without_running_instance(binary):
     r = run(binary, "set", "--quota-us", "5000")
     assert r.returncode == 1
     assert "no running scx_fairquota found" in r.stderr
+
+
+def test_trace_without_running_instance(binary, tmp_path):
+    out = tmp_path / "t.pftrace"
+    r = run(binary, "trace", "--duration", "1", "--out", str(out))
+    assert r.returncode == 1
+    assert "no running scx_fairquota found" in r.stderr
+    assert r.stderr.count("error:") == 1, r.stderr
+    assert not out.exists() and not out.with_suffix(".png").exists()
 
 
 @pytest.mark.parametrize(

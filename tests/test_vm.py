@@ -540,3 +540,83 @@ def test_stats_socket(binary, tmp_path):
         ("--monitor with nothing running", r["monitor_no_instance"]["rc"], "1, clear message",
          r["monitor_no_instance"]["rc"] == 1 and "start the scheduler first" in r["monitor_no_instance"]["stderr"]),
     ])
+
+
+def perfetto_slices(trace):
+    """Per track uuid: the (begin, end, name) slices of a parsed Perfetto
+    trace; checks that every track's slices open and close in order and
+    that timestamps never go back."""
+    slices, open_, last = {}, {}, 0
+    for p in trace.packet:
+        if not p.HasField("track_event"):
+            continue
+        assert p.timestamp >= last, "timestamps go back"
+        last = p.timestamp
+        e = p.track_event
+        if e.type == e.TYPE_SLICE_BEGIN:
+            assert e.track_uuid not in open_, "overlapping slices on one track"
+            open_[e.track_uuid] = (p.timestamp, e.name)
+        elif e.type == e.TYPE_SLICE_END:
+            start, name = open_.pop(e.track_uuid)
+            slices.setdefault(e.track_uuid, []).append((start, p.timestamp, name))
+    assert not open_, "slices left open"
+    return slices
+
+
+def test_trace(binary, tmp_path):
+    """`scx_fairquota trace`: a Perfetto trace (parsed with Perfetto's own
+    protos) and a PNG timeline that show what the scheduler did."""
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+    r = run_scenario("trace", tmp_path)
+    out = tmp_path / "out"
+    t = r["trace"]
+    trace = pb.Trace()
+    trace.ParseFromString((out / "trace.pftrace").read_bytes())
+    descs = [p.track_descriptor for p in trace.packet if p.HasField("track_descriptor")]
+    threads = {d.uuid: d.thread.tid for d in descs if d.HasField("thread")}
+    cpus = [d.name for d in descs if d.name.startswith("CPU ")]
+    slices = perfetto_slices(trace)
+    events = [p for p in trace.packet if p.HasField("track_event")]
+    span = (events[-1].timestamp - events[0].timestamp) / 1e9 if events else 0
+    guards = {}
+    for p in events:
+        if p.track_event.type == p.track_event.TYPE_INSTANT:
+            tid = threads.get(p.track_event.track_uuid)
+            guards[tid] = guards.get(tid, 0) + 1
+
+    def of(name, kind):
+        uuid = next((u for u, tid in threads.items() if tid == r["pids"][name]), None)
+        sl = [s for s in slices.get(uuid, []) if s[2] == kind]
+        return len(sl), sum(e - b for b, e, _ in sl) / 1e9 / 3.0
+
+    fifo_n, fifo_share = of("fifo", "FIFO")
+    lim_n, lim_share = of("limited", "RR")
+    thr_n, thr_share = of("limited", "throttled")
+    free_n, free_share = of("free", "RR")
+    starved_guards = guards.get(r["pids"]["starved"], 0)
+    png = (out / "trace.png").read_bytes()
+    check_all([
+        ("trace exit status", t["rc"], 0, t["rc"] == 0),
+        ("trace says what it wrote", t["stdout"].strip()[-60:], "perfetto + png",
+         "ui.perfetto.dev" in t["stdout"] and "trace.png" in t["stdout"]),
+        ("events span the window (s)", round(span, 2), "2.5 .. 3.05", 2.5 <= span <= 3.05),
+        ("CPU tracks", sorted(cpus), "CPU 0, CPU 1", {"CPU 0", "CPU 1"} <= set(cpus)),
+        ("FIFO hog: FIFO turns, share of 3 s", (fifo_n, round(fifo_share, 2)), ">= 1, >= 0.6",
+         fifo_n >= 1 and fifo_share >= 0.6),
+        ("limited hog: RR share", round(lim_share, 3), "0.20 +- 0.06", lim_n >= 1 and abs(lim_share - 0.20) <= 0.06),
+        ("limited hog: throttled spans, share", (thr_n, round(thr_share, 2)), ">= 20, 0.5 .. 0.9",
+         thr_n >= 20 and 0.5 <= thr_share <= 0.9),
+        ("free RR hog: share", round(free_share, 2), ">= 0.6", free_n >= 1 and free_share >= 0.6),
+        ("guard moves of the starved hog", starved_guards, ">= 10 (guard 100 ms)", starved_guards >= 10),
+        ("PNG: signature, width", (png[1:4], int.from_bytes(png[16:20], "big")), "PNG, 1600",
+         png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == 1600),
+        ("second tracer at once: refused", r["second"]["rc"], 1, r["second"]["rc"] == 1),
+        ("second tracer: says why", r["second"]["stderr"].strip()[-70:], "another ... trace",
+         "another `scx_fairquota trace` is running" in r["second"]["stderr"]),
+        ("scheduler after tracing", (r["state_after"][0], r["alive_after"]), "('enabled', True)",
+         r["state_after"][0] == "enabled" and r["alive_after"]),
+        ("exit status", r["rc"], 0, r["rc"] == 0),
+        ("trace with nothing running: refused", r["no_instance"]["rc"], 1, r["no_instance"]["rc"] == 1),
+        ("trace with nothing running: says why", r["no_instance"]["stderr"].strip()[-80:],
+         "no running scx_fairquota", "no running scx_fairquota" in r["no_instance"]["stderr"]),
+    ])

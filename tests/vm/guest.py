@@ -1148,8 +1148,40 @@ def scenario_stats_socket(out):
     return res
 
 
+def scenario_trace(out):
+    """`scx_fairquota trace` over a workload that shows every kind of
+    event: a FIFO hog and a starved RR hog on CPU 0 (guard moves), a hog
+    in a 20% cgroup and a free RR hog on CPU 1 (throttling). Also: a
+    second tracer at once, and a trace with no scheduler running."""
+    enable_cpu_controller()
+    make_cgroup("tr")
+    d = Daemon(out, "trace", ["--stats-interval", "0", "--cgroup", "tr=20000/100000"])
+    hogs = {"fifo": spawn_hog(-5, 0), "starved": spawn_hog(0, 0),
+            "limited": spawn_hog(0, 1), "free": spawn_hog(0, 1)}
+    move_to_cgroup(hogs["limited"].pid, "tr")
+    time.sleep(1)
+    local = tempfile.mkdtemp(prefix="fq-trace-")
+    trace = os.path.join(local, "trace.pftrace")
+    tracer = subprocess.Popen([BIN, "trace", "--duration", "3", "--out", trace],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    res = {"pids": {k: h.pid for k, h in hogs.items()}}
+    res["second"] = run_cmd([BIN, "trace", "--duration", "1", "--out", os.path.join(local, "b.pftrace")])
+    o, e = tracer.communicate(timeout=300)
+    res["trace"] = {"rc": tracer.returncode, "stdout": o, "stderr": e}
+    res["state_after"] = sched_state()
+    res["alive_after"] = d.proc.poll() is None
+    kill_all(list(hogs.values()))
+    res["rc"] = d.stop()
+    res["no_instance"] = run_cmd([BIN, "trace", "--duration", "1", "--out", os.path.join(local, "c.pftrace")])
+    for f in os.listdir(local):
+        shutil.copy(os.path.join(local, f), out)
+    return res
+
+
 SCENARIOS = {
     "stats_socket": scenario_stats_socket,
+    "trace": scenario_trace,
     "unit": scenario_unit,
     "demo": scenario_demo,
     "attach": scenario_attach,
