@@ -27,6 +27,7 @@ CARGO_JOBS="${CARGO_JOBS:-1}"
 APT_PACKAGES=(
     # VM runtime
     qemu-system-x86 kmod udev cpio busybox-static xz-utils stress-ng
+    rt-tests  # hackbench, for the soak test
     python3-venv
     # scripts/fetch-kernel.sh (private apt source, kernel BTF check)
     debian-archive-keyring zstd python3
