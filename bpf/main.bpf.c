@@ -369,7 +369,6 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	u64 now = bpf_ktime_get_ns(), slice;
 	u32 llc = llc_of(cpu);
-	struct llc_ctx *lctx;
 	struct fq_config cfg;
 	bool throttled;
 
@@ -413,9 +412,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 		stat_inc(CNT_FIFO_DISPATCH);
 	} else {
 		stat_inc(CNT_RR_DISPATCH);
-		lctx = try_lookup_llc_ctx(llc);
-		if (lctx && tctx->vtime > READ_ONCE(lctx->vtime_now))
-			WRITE_ONCE(lctx->vtime_now, tctx->vtime);
+		advance_llc_clock(llc, tctx->vtime, &cfg);
 	}
 
 	if (!cctx)

@@ -179,7 +179,8 @@ static u32 llc_of(s32 cpu)
  */
 struct llc_ctx {
 	struct bpf_timer timer;
-	u64 vtime_now;		/* largest vtime of an RR task started here */
+	u64 vtime_now;		/* RR clock: follows started tasks (see
+				 * advance_llc_clock()) */
 	u64 next_timer_ns;	/* when the timer is armed for, 0 = running */
 	u64 __pad[5];
 };

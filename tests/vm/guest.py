@@ -814,8 +814,31 @@ PAIRS = [(1000, 10000, 1), (2000, 10000, 1), (20000, 100000, 1), (200000, 100000
          (50000, 100000, 1), (150000, 100000, 2)]
 
 
+def wait_throttled(pids, quiet_s=0.05, timeout=5.0):
+    """Wait until the CPU time of `pids` stops growing for `quiet_s`: their
+    group is throttled. A measurement of a whole number of periods that
+    starts there also ends in the throttled part of a period (it is 80% of
+    a 200000/1000000 period), so it counts whole bursts: a window that
+    starts anywhere can cut one burst (200 ms in 12 s: up to 1.7%)."""
+    deadline = time.monotonic() + timeout
+    last, since = sum(cpu_ns(p) for p in pids), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+        cur = sum(cpu_ns(p) for p in pids)
+        if cur != last:
+            last, since = cur, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return True
+    return False
+
+
 def shares_of(pairs, hogs, seconds):
+    """Each group's share over `seconds`; with a 1 s period among them,
+    the window starts while that group is throttled (see wait_throttled)."""
     names = [f"{q}/{p}" for q, p, _ in pairs]
+    long = [h.pid for q, p, _ in pairs if p >= 1_000_000 for h in hogs[f"{q}/{p}"]]
+    if long:
+        wait_throttled(long)
     return dict(zip(names, group_share([[h.pid for h in hogs[n]] for n in names], seconds)))
 
 
