@@ -6,7 +6,7 @@
 //! its throttled spans as red bands, guard moves as black marks.
 
 use std::path::Path;
-use std::sync::Once;
+use std::sync::OnceLock;
 
 use anyhow::{Result, anyhow};
 use plotters::coord::Shift;
@@ -26,14 +26,15 @@ const RR: RGBColor = RGBColor(52, 120, 220);
 const FIFO: RGBColor = RGBColor(240, 140, 20);
 const THROTTLED: RGBColor = RGBColor(215, 40, 40);
 
+/// Register the bundled font once; a failure is remembered, not retried
+/// as a success.
 fn register_font() -> Result<()> {
-    static ONCE: Once = Once::new();
-    let mut res = Ok(());
-    ONCE.call_once(|| {
-        res = plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
-            .map_err(|_| anyhow!("the bundled DejaVu Sans font did not load"));
+    static LOADED: OnceLock<bool> = OnceLock::new();
+    let ok = *LOADED.get_or_init(|| {
+        plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_ok()
     });
-    res
+    ok.then_some(())
+        .ok_or_else(|| anyhow!("the bundled DejaVu Sans font did not load"))
 }
 
 /// Size of the picture for @rows task rows.
