@@ -100,47 +100,102 @@ static u64 release_time(const struct task_ctx *tctx,
 }
 
 /*
- * Arm @lctx's timer for @when unless it is armed earlier already. Several
- * CPUs may race here: the compare-and-swap keeps the earliest deadline in
- * next_timer_ns, and whoever set it re-arms if an even earlier one landed
- * while it was starting the timer, so no deadline is lost. (If the start
- * itself fails, the deadline is withdrawn; the timer runs at least every
- * SCAN_MAX_NS anyway, which bounds the delay.)
+ * Arm @timer, whose armed deadline is kept in @next_ns, for @when unless it
+ * is armed earlier already. Several CPUs may race here: the
+ * compare-and-swap keeps the earliest deadline in @next_ns, and whoever
+ * set it re-arms if an even earlier one landed while it was starting the
+ * timer, so no deadline is lost. The first read is an atomic (a full
+ * barrier): a task queued just before it is seen by the timer's callback,
+ * or the callback's reset of @next_ns is seen here. Return false if the
+ * timer could not be started (the deadline is withdrawn).
  */
-static void llc_timer_arm(struct llc_ctx *lctx, u64 when)
+static __always_inline bool timer_arm(struct bpf_timer *timer, u64 *next_ns,
+				      u64 when, u64 flags)
 {
 	u64 cur, again;
 	int i;
 
 	for (i = 0; i < 4; i++) {
-		cur = READ_ONCE(lctx->next_timer_ns);
+		cur = __sync_fetch_and_add(next_ns, 0);
 		if (cur && cur <= when)
-			return;
-		if (__sync_val_compare_and_swap(&lctx->next_timer_ns, cur,
-						when) != cur)
+			return true;
+		if (__sync_val_compare_and_swap(next_ns, cur, when) != cur)
 			continue;
-		if (bpf_timer_start(&lctx->timer, when,
-				    BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN)) {
+		if (bpf_timer_start(timer, when, BPF_F_TIMER_ABS | flags)) {
 			/* Not armed (a deferred start can fail): undo. */
-			__sync_val_compare_and_swap(&lctx->next_timer_ns, when,
-						    cur);
-			return;
+			__sync_val_compare_and_swap(next_ns, when, cur);
+			return false;
 		}
-		again = READ_ONCE(lctx->next_timer_ns);
+		again = READ_ONCE(*next_ns);
 		if (again && again < when)
-			bpf_timer_start(&lctx->timer, again,
-					BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
-		return;
+			bpf_timer_start(timer, again, BPF_F_TIMER_ABS | flags);
+		return true;
 	}
+	return true;
 }
 
-/* Park the throttled task @p on its LLC's THROTTLED queue. */
+/*
+ * Arm @lctx's timer for @when (if the start fails, the timer still runs
+ * at least every SCAN_MAX_NS, which bounds the delay).
+ */
+static void llc_timer_arm(struct llc_ctx *lctx, u64 when)
+{
+	timer_arm(&lctx->timer, &lctx->next_timer_ns, when,
+		  BPF_F_TIMER_CPU_PIN);
+}
+
+static int cg_timerfn(void *map, u64 *key, struct cg_state *st);
+
+/* Arm limited cgroup @st's release timer for @when. */
+static bool cg_timer_arm(struct cg_state *st, u64 when)
+{
+	return timer_arm(&st->timer, &st->next_timer_ns, when, 0);
+}
+
+/*
+ * Park @p, throttled until @release by limited cgroup @id, on the group's
+ * DSQ. Return false if the group has no DSQ (its cgroup is outside the
+ * cpu controller) or no timer: the caller parks it on the LLC instead.
+ */
+static bool cg_park(struct task_struct *p, const struct fq_config *cfg,
+		    u64 id, u64 release, u64 enq_flags)
+{
+	struct cg_state *st = bpf_map_lookup_elem(&cgroup_states, &id);
+	u64 dsq = cg_dsq_id(id);
+
+	if (!st || scx_bpf_dsq_nr_queued(dsq) < 0)
+		return false;
+	if (READ_ONCE(st->timer_state) != CG_TIMER_READY) {
+		/* Ask an LLC timer to set it up (cg_timers_setup()). */
+		if (__sync_val_compare_and_swap(&st->timer_state, CG_TIMER_NONE,
+						CG_TIMER_QUEUED) == CG_TIMER_NONE &&
+		    bpf_map_push_elem(&cg_timer_queue, &id, 0))
+			WRITE_ONCE(st->timer_state, CG_TIMER_NONE);
+		return false;
+	}
+	/*
+	 * Queued before the timer is armed: a callback that runs meanwhile
+	 * either sees the task or has reset next_timer_ns (timer_arm()).
+	 */
+	scx_bpf_dsq_insert(p, dsq, cfg->slice_ns, enq_flags);
+	if (!cg_timer_arm(st, release))
+		scx_bpf_error("cannot arm the release timer of cgroup %llu", id);
+	return true;
+}
+
+/*
+ * Park the throttled task @p: on the DSQ of the cgroup that throttles it
+ * longest, or, if its own quota does (or the group has no DSQ), on its
+ * LLC's THROTTLED queue keyed by its release time.
+ */
 static void park(struct task_struct *p, struct task_ctx *tctx,
 		 const struct fq_config *cfg, u64 now, u64 enq_flags)
 {
-	u64 release = release_time(tctx, cfg, now);
+	u64 release = release_time(tctx, cfg, now), cgid = 0, cg = 0;
 	struct llc_ctx *lctx = try_lookup_llc_ctx(tctx->llc);
 
+	if (tctx->nr_cg)
+		cg = cg_scan_who(tctx, now, NULL, &cgid);
 	bw_park(&tctx->bw, now);
 	tctx->release_at_ns = release;
 	/* Throttled time is not waiting time: the wait starts at release. */
@@ -149,6 +204,8 @@ static void park(struct task_struct *p, struct task_ctx *tctx,
 	/* arg: 1 if a cgroup's quota ran out while the task has its own left */
 	trace_task(TRACE_THROTTLE, p, tctx,
 		   !tctx->limited || tctx->bw.tokens_ns > 0, now);
+	if (cgid && cg >= release && cg_park(p, cfg, cgid, release, enq_flags))
+		return;
 	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_THROTTLED, tctx->llc),
 				 cfg->slice_ns, release, enq_flags);
 	if (lctx)
@@ -220,6 +277,121 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
 		kick_idle_cpu(p);
 	}
 	return next;
+}
+
+/*
+ * Release parked task @p (context @tctx, may be NULL) from the DSQ @it
+ * iterates to its class queue in its LLC. It holds a share of its groups'
+ * tokens until it starts running (rel_pending). Its throttled time ends
+ * and its wait starts now.
+ */
+static void cg_release(struct bpf_iter_scx_dsq *it, struct task_struct *p,
+		       struct task_ctx *tctx, const struct fq_config *cfg,
+		       u64 now)
+{
+	u32 llc = 0;
+	bool ok;
+
+	if (tctx) {
+		llc = READ_ONCE(tctx->llc);
+		WRITE_ONCE(tctx->release_at_ns, now);
+		WRITE_ONCE(tctx->enq_at_ns, now);
+		cg_inflight_add(tctx, 1);
+		WRITE_ONCE(tctx->rel_pending, 1);
+	}
+	if (llc >= nr_llcs)
+		llc = 0;
+	if (task_class(p, cfg) == CLASS_FIFO) {
+		ok = scx_bpf_dsq_move(it, p, dsq_id(DSQ_FIFO, llc), 0);
+	} else {
+		if (tctx)
+			scx_bpf_dsq_move_set_vtime(it, rr_key(tctx, cfg));
+		ok = scx_bpf_dsq_move_vtime(it, p, dsq_id(DSQ_RR, llc), 0);
+	}
+	if (ok)
+		kick_idle_cpu(p);
+	else if (tctx)
+		/* Dequeued meanwhile: it holds no share of the tokens. */
+		cg_release_done(tctx);
+}
+
+/*
+ * Release timer of limited cgroup *@key: release its parked tasks, oldest
+ * first, as far as the group's tokens go. Each released task is expected
+ * to take a turn, so a group with hundreds of runnable tasks releases a
+ * few per refill instead of all of them (each of which would run for a
+ * moment only to find the group throttled again: thousands of context
+ * switches per period, charged to the group). The others keep their
+ * place; the oldest is released anyway once parked PARK_FORCE_MS, so no
+ * task nears the watchdog. A limit that was lifted releases everything.
+ * Cost: O(tasks released) per run, whatever the number parked.
+ */
+static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
+{
+	u64 id = *key, now = bpf_ktime_get_ns(), dsq = cg_dsq_id(id), next = 0;
+	bool limited = cg_limit_of(id);
+	struct task_struct *p;
+	struct fq_config cfg;
+
+	read_config(&cfg);
+	__sync_lock_test_and_set(&st->next_timer_ns, 0);
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		struct task_ctx *tctx = try_lookup_task_ctx(p);
+		u64 wait = 0, since, force;
+
+		if (tctx && limited) {
+			wait = fq_cg_release_wait(id, cfg.max_stall_ns,
+						  cfg.slice_ns, now);
+			since = READ_ONCE(tctx->bw.parked_at_ns);
+			force = since + PARK_FORCE_MS * 1000000ULL;
+			if (wait && since && now >= force) {
+				stat_inc(CNT_PARK_FORCE);
+				wait = 0;
+			} else if (wait && since && force < wait) {
+				wait = force;
+			}
+		}
+		if (wait) {
+			stat_inc(CNT_CG_DEFER);
+			next = wait;
+			break;
+		}
+		cg_release(BPF_FOR_EACH_ITER, p, tctx, &cfg, now);
+	}
+	/* Tasks parked while this ran are looked at soon. */
+	if (!next && scx_bpf_dsq_nr_queued(dsq) > 0)
+		next = now + SCAN_MIN_NS;
+	if (next)
+		cg_timer_arm(st, next);
+	return 0;
+}
+
+/*
+ * Set up the release timers cg_park() asked for (a few per run; each group
+ * once). Called from the LLC timers, whose context may move tasks.
+ */
+static void cg_timers_setup(void)
+{
+	struct cg_state *st;
+	u64 id;
+	int i, err;
+
+	bpf_for(i, 0, 16) {
+		if (bpf_map_pop_elem(&cg_timer_queue, &id))
+			break;
+		st = bpf_map_lookup_elem(&cgroup_states, &id);
+		if (!st)
+			continue;
+		err = bpf_timer_init(&st->timer, &cgroup_states, CLOCK_MONOTONIC);
+		if (!err || err == -EBUSY)
+			err = bpf_timer_set_callback(&st->timer, cg_timerfn);
+		/*
+		 * A failure (the allocation may fail under pressure) is
+		 * retried at the group's next park.
+		 */
+		WRITE_ONCE(st->timer_state,
+			   err ? CG_TIMER_NONE : CG_TIMER_READY);
+	}
 }
 
 #endif /* __FAIRQUOTA_BANDWIDTH_BPF_H */

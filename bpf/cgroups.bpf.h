@@ -12,17 +12,21 @@
  * shared bucket (bucket.h) in cgroup_states, charged under the group's
  * own bpf_spin_lock from the charge points of bandwidth.bpf.h: a task is
  * throttled when its own quota or any limited cgroup on its path is used
- * up (the hierarchy of sched-bwc.rst), and is parked on its LLC's
- * THROTTLED queue like a task out of its own quota.
+ * up (the hierarchy of sched-bwc.rst). It is parked on the DSQ of the
+ * group that throttles it longest (cg_dsq_id(), FIFO), and that group's
+ * timer releases it (bandwidth.bpf.h); a group without a DSQ (outside the
+ * cpu controller) parks on the LLC's THROTTLED queue like a task out of
+ * its own quota.
  *
- * Scaling. Only limited cgroups cost state (two hash entries each); a
- * task of an unlimited cgroup costs one read of its cgroup id per
- * refresh, and nothing when no cgroup is limited. Charging (at ticks,
- * dispatch and stopping) and sizing a turn (a refill) take the lock of
- * each limited group on the task's path, never a global one; the
- * throttle check reads throttled_until_ns without the lock. A group's
- * parked tasks all carry its release time, so the LLC timers release them
- * when it comes, without a walk over any other task.
+ * Scaling. Only limited cgroups cost state (two hash entries each, with a
+ * timer); every cgroup of the cpu controller has an (empty) DSQ, created
+ * in ops.cgroup_init(). A task of an unlimited cgroup costs one read of
+ * its cgroup id per refresh, and nothing when no cgroup is limited.
+ * Charging (at ticks, dispatch and stopping) and sizing a turn (a refill)
+ * take the lock of each limited group on the task's path, never a global
+ * one; the throttle check reads throttled_until_ns without the lock.
+ * Releasing a group costs O(tasks released): its timer looks at the head
+ * of its own queue only, never at other groups' tasks.
  *
  * Copyright (c) 2026 The scx_fairquota authors
  */
@@ -88,12 +92,48 @@ static void cg_kernel_set(struct cgroup *cgrp, u64 period_us, u64 quota_us,
 	__sync_fetch_and_add(&kern_cg_gen, 1);
 }
 
-/* A limited cgroup's shared state; the lock guards the bucket. */
+/*
+ * A limited cgroup's shared state; the lock guards the bucket. The timer
+ * releases the group's parked tasks (bandwidth.bpf.h); rel_inflight counts
+ * the tasks it released that have not started running yet (see
+ * fq_cg_release_wait()) and is reset when the group runs dry.
+ */
 struct cg_state {
 	struct bpf_spin_lock lock;
-	u32 __pad;
+	u32 timer_state;	/* enum cg_timer_state */
 	struct cg_usage u;
+	struct bpf_timer timer;
+	u64 next_timer_ns;	/* when the timer is armed for, 0 = not */
+	s64 rel_inflight;
 };
+
+/*
+ * A group's release timer is set up by an LLC timer (the context whose
+ * kfuncs may move tasks between queues), once, when the group first parks
+ * a task; until then its tasks are parked on their LLCs.
+ */
+enum cg_timer_state {
+	CG_TIMER_NONE,
+	CG_TIMER_QUEUED,	/* its id is in cg_timer_queue */
+	CG_TIMER_READY,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, MAX_LIMITED_CGROUPS);
+	__type(value, u64);
+} cg_timer_queue SEC(".maps");
+
+/*
+ * The DSQ where cgroup @id's throttled tasks wait, in the order they were
+ * parked: created for every cgroup of the cpu controller
+ * (ops.cgroup_init()), so limits can come and go without allocation on
+ * the hot path. Bit 62 keeps the ids apart from the per-LLC queues.
+ */
+static u64 cg_dsq_id(u64 id)
+{
+	return (1ULL << 62) | id;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -180,10 +220,12 @@ static struct cg_state *cg_nth(const struct task_ctx *tctx, u32 i)
  * One pass over the limited cgroups on @tctx's path: return the latest
  * time until which one of them is throttled, if later than @now (else 0),
  * and, if @tokens is given, store the fewest tokens any of them has left
- * (S64_MAX: none). Reads without the groups' locks (a group state that is
- * a moment stale only shifts one decision).
+ * (S64_MAX: none); if @who is given, store the id of the group throttled
+ * longest. Reads without the groups' locks (a group state that is a
+ * moment stale only shifts one decision).
  */
-static u64 cg_scan(const struct task_ctx *tctx, u64 now, s64 *tokens)
+static u64 cg_scan_who(const struct task_ctx *tctx, u64 now, s64 *tokens,
+		       u64 *who)
 {
 	s64 least = 0x7fffffffffffffffLL, t;
 	struct cg_state *st;
@@ -197,8 +239,11 @@ static u64 cg_scan(const struct task_ctx *tctx, u64 now, s64 *tokens)
 		if (!st)
 			continue;
 		u = READ_ONCE(st->u.throttled_until_ns);
-		if (u > now && u > until)
+		if (u > now && u > until) {
 			until = u;
+			if (who)
+				*who = tctx->cg_ids[i & (MAX_TASK_CGROUPS - 1)];
+		}
 		t = READ_ONCE(st->u.bw.tokens_ns);
 		if (t < least)
 			least = t;
@@ -206,6 +251,11 @@ static u64 cg_scan(const struct task_ctx *tctx, u64 now, s64 *tokens)
 	if (tokens)
 		*tokens = least;
 	return until;
+}
+
+static u64 cg_scan(const struct task_ctx *tctx, u64 now, s64 *tokens)
+{
+	return cg_scan_who(tctx, now, tokens, NULL);
 }
 
 /*
@@ -233,8 +283,10 @@ __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta)
 	st->u.usage_ns += delta;
 	if (bw_throttled(&st->u.bw)) {
 		until = bw_release_at(&st->u.bw, &l);
-		if (dry)
+		if (dry) {
 			st->u.bw.throttled_ns += until - now;
+			st->rel_inflight = 0;
+		}
 		st->u.throttled_until_ns = until;
 	} else {
 		st->u.throttled_until_ns = 0;
@@ -262,6 +314,63 @@ static bool cg_charge(const struct task_ctx *tctx, const struct fq_config *cfg,
 			dry_any = true;
 	}
 	return dry_any;
+}
+
+/*
+ * May one more parked task of limited cgroup @id be released at @now? Its
+ * bucket is brought up to @now first. Return 0 if so; otherwise when to
+ * look again: the group's release if it is throttled, else @now + @slice_ns
+ * (the tokens are spoken for: the tasks released so far, each expected to
+ * run a turn of @slice_ns or what is left, have not started yet).
+ */
+__noinline u64 fq_cg_release_wait(u64 id, u64 max_stall_ns, u64 slice_ns,
+				  u64 now)
+{
+	struct cg_state *st;
+	s64 tokens, inflight;
+	u64 until;
+
+	if (!slice_ns)
+		return 0;
+	fq_cg_charge_one(id, max_stall_ns, now, 0);
+	st = bpf_map_lookup_elem(&cgroup_states, &id);
+	if (!st || !cg_limit_of(id))
+		return 0;
+	until = READ_ONCE(st->u.throttled_until_ns);
+	if (until > now)
+		return until;
+	inflight = READ_ONCE(st->rel_inflight);
+	tokens = READ_ONCE(st->u.bw.tokens_ns);
+	if (inflight <= 0 ||
+	    (tokens > (s64)slice_ns && tokens / (s64)slice_ns > inflight))
+		return 0;
+	return now + slice_ns;
+}
+
+/* Add @n to rel_inflight of every limited cgroup on @tctx's path. */
+static void cg_inflight_add(const struct task_ctx *tctx, s64 n)
+{
+	struct cg_state *st;
+	u32 i;
+
+	bpf_for(i, 0, MAX_TASK_CGROUPS) {
+		if (i >= tctx->nr_cg)
+			break;
+		st = cg_nth(tctx, i);
+		if (st)
+			__sync_fetch_and_add(&st->rel_inflight, n);
+	}
+}
+
+/*
+ * The task released with rel_pending set starts running or leaves the
+ * queue: it no longer holds a share of its groups' tokens. The exchange
+ * makes sure exactly one of the timer and the task's callbacks clears it.
+ */
+static void cg_release_done(struct task_ctx *tctx)
+{
+	if (tctx->rel_pending && __sync_lock_test_and_set(&tctx->rel_pending, 0))
+		cg_inflight_add(tctx, -1);
 }
 
 #endif /* __FAIRQUOTA_CGROUPS_BPF_H */

@@ -35,6 +35,13 @@ enum consts {
 
 	/* Longest a task stays throttled to pay off overrun (debt cap). */
 	MAX_THROTTLE_NS		= 2000ULL * 1000 * 1000,
+	/*
+	 * A task parked this long by its cgroup is released even if the
+	 * group is still throttled, to run for a moment (a zero slice): with
+	 * more runnable tasks in a group than its quota has turns for, this
+	 * keeps every one of them far from the kernel watchdog (30 s).
+	 */
+	PARK_FORCE_MS		= 10000,
 	/* Bytes of the trace ring buffer (trace.bpf.h). */
 	TRACE_RB_BYTES		= 8 << 20,
 
@@ -122,6 +129,8 @@ enum counter_idx {
 	CNT_LLC_PULL,		/* an RR task moved to a less loaded LLC */
 	CNT_CG_THROTTLE,	/* a limited cgroup ran out of quota */
 	CNT_CG_FULL,		/* a cpu.max limit found the map full */
+	CNT_CG_DEFER,		/* a parked task's release waited for tokens */
+	CNT_PARK_FORCE,		/* a task parked PARK_FORCE_MS was released */
 	NR_COUNTERS,
 };
 

@@ -54,10 +54,14 @@
  * parks even the last runnable task of a CPU. The LLC's timer releases
  * due tasks (it is armed for the earliest release through a
  * compare-and-swap, so no deadline is lost); the timer only reads the
- * buckets. Cgroup limits (cgroups.bpf.h) reuse the same bucket, charge
- * points and queues: every limited cgroup on a task's path has a shared
+ * buckets. Cgroup limits (cgroups.bpf.h) reuse the same bucket and
+ * charge points: every limited cgroup on a task's path has a shared
  * bucket under its own lock, and a task is throttled when its own quota
- * or any of them is used up.
+ * or any of them is used up. A task throttled by a cgroup waits on that
+ * group's own DSQ (one per cgroup of the cpu controller, FIFO); the
+ * group's timer releases its tasks oldest first, as many as its tokens
+ * have turns for, at O(tasks released) per release (a group of a
+ * thousand runnable tasks no longer wakes them all each period).
  *
  * State (state.bpf.h). Task state is in task local storage (no pid keys:
  * exec from any thread and pid reuse cannot mix tasks; no entry limit).
@@ -75,7 +79,9 @@
  * DSQ operations on the LLC's queues, a per-CPU timer start for RR turns
  * that may end between ticks. Dispatch looks at other LLCs' queue lengths
  * (a read each) only when its own are empty. The housekeeping timer walks
- * its LLC's queued tasks every guard/4: O(queued tasks) per LLC. Stats:
+ * its LLC's queued tasks every guard/4: O(queued tasks) per LLC. A
+ * limited cgroup costs a hash entry, a timer and a DSQ; its timer runs
+ * when the group has parked tasks, at its releases. Stats:
  * one task-iterator pass per interval (stats.bpf.h).
  *
  * Copyright (c) 2026 The scx_fairquota authors
@@ -168,6 +174,7 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 	read_config(&cfg);
 	WRITE_ONCE(lctx->next_timer_ns, 0);
 	rel = release_due(llc, &cfg, now);
+	cg_timers_setup();
 	guard_scan(llc, &cfg, now);
 	if (nr_llcs > 1)
 		pull_rr_work(llc, &cfg);
@@ -375,6 +382,8 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	if (!tctx)
 		return;
 	read_config(&cfg);
+	/* Before the refresh: its groups as they were when it was released. */
+	cg_release_done(tctx);
 	throttled = refresh_task(p, tctx, &cfg, now);
 	unpark(p, tctx, now);
 	set_task_llc(tctx, llc);
@@ -499,6 +508,7 @@ void BPF_STRUCT_OPS(fairquota_dequeue, struct task_struct *p, u64 deq_flags)
 	if (!tctx)
 		return;
 	rr_wait_end(tctx);
+	cg_release_done(tctx);
 	if (deq_flags & SCX_DEQ_SLEEP)
 		tctx->enq_at_ns = 0;
 }
@@ -557,6 +567,13 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_init)
 s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_cgroup_init, struct cgroup *cgrp,
 			     struct scx_cgroup_init_args *args)
 {
+	u64 id = BPF_CORE_READ(cgrp, kn, id);
+
+	/*
+	 * Its throttled tasks' queue, should it ever be limited. Without one
+	 * (no memory), they are parked on their LLCs instead.
+	 */
+	scx_bpf_create_dsq(cg_dsq_id(id), -1);
 	/* The bandwidth arguments exist from 6.17 (the daemon says so). */
 	if (bpf_core_field_exists(args->bw_period_us))
 		cg_kernel_set(cgrp, args->bw_period_us, args->bw_quota_us,
@@ -577,6 +594,8 @@ void BPF_STRUCT_OPS(fairquota_cgroup_exit, struct cgroup *cgrp)
 	cg_kernel_set(cgrp, 0, (u64)-1, 0);
 	if (!bpf_map_lookup_elem(&cgroup_limits, &id))
 		bpf_map_delete_elem(&cgroup_states, &id);
+	/* Empty: a cgroup exits when no task is left in it or below it. */
+	scx_bpf_destroy_dsq(cg_dsq_id(id));
 }
 
 void BPF_STRUCT_OPS(fairquota_exit, struct scx_exit_info *ei)

@@ -109,6 +109,8 @@ struct task_ctx {
 	u8 urgent;		/* moved to URGENT; its turn is not preempted */
 	u8 __pad[3];
 	s32 rr_cpu;		/* CPU whose nr_rr_waiting counts it, or -1 */
+	u32 rel_pending;	/* released by its cgroups, not run yet */
+	u32 __pad2;
 };
 
 struct {

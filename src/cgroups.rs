@@ -258,9 +258,16 @@ pub fn write_limit<M: MapCore>(limits: &M, id: u64, l: &Limited) -> Result<()> {
         })
 }
 
-/// Forget cgroup `id`: its limit and its state.
-pub fn remove<L: MapCore, S: MapCore>(limits: &L, states: &S, id: u64) {
+/// Forget the limit of cgroup `id`, which still exists. Its state stays:
+/// the group's release timer lives there and lets its parked tasks go
+/// (the BPF side drops the state when the cgroup is removed).
+pub fn unlimit<L: MapCore>(limits: &L, id: u64) {
     let _ = limits.delete(&id.to_ne_bytes());
+}
+
+/// Forget cgroup `id`, which was removed: its limit and its state.
+pub fn remove<L: MapCore, S: MapCore>(limits: &L, states: &S, id: u64) {
+    unlimit(limits, id);
     let _ = states.delete(&id.to_ne_bytes());
 }
 

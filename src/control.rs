@@ -239,7 +239,7 @@ pub fn set(u: &Update, cgs: &[CgroupArg]) -> Result<()> {
         .map_err(|m| anyhow::Error::new(InvalidUpdate(m)))?;
     if !cgs.is_empty() {
         let open = |p: &str| MapHandle::from_pinned_path(p).with_context(|| format!("opening {p}"));
-        let (limits, states) = (open(PIN_CG_LIMITS)?, open(PIN_CG_STATES)?);
+        let limits = open(PIN_CG_LIMITS)?;
         for a in cgs {
             let id = cgroups::cgroup_id(&cgroups::cgroup_dir(&a.path))?;
             match a.limit {
@@ -253,7 +253,7 @@ pub fn set(u: &Update, cgs: &[CgroupArg]) -> Result<()> {
                     println!("scx_fairquota: cgroup limit: {l}");
                 }
                 None => {
-                    cgroups::remove(&limits, &states, id);
+                    cgroups::unlimit(&limits, id);
                     println!("scx_fairquota: cgroup {}: no limit", a.path);
                 }
             }

@@ -215,6 +215,10 @@ pub struct Metrics {
     pub cg_throttles: u64,
     #[stat(desc = "cpu.max limits not enforced: more limited cgroups than the maps hold")]
     pub cg_full: u64,
+    #[stat(desc = "cgroup release runs that kept parked tasks waiting for tokens")]
+    pub cg_defer: u64,
+    #[stat(desc = "tasks released after 10 s parked although their cgroup was throttled")]
+    pub park_force: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
     pub tasks: Vec<TaskStats>,
     #[stat(desc = "limited cgroups")]
@@ -240,6 +244,8 @@ impl Metrics {
             ("llc_pull", &mut self.llc_pull),
             ("cg_throttles", &mut self.cg_throttles),
             ("cg_full", &mut self.cg_full),
+            ("cg_defer", &mut self.cg_defer),
+            ("park_force", &mut self.park_force),
         ]
     }
 

@@ -462,13 +462,16 @@ def test_cgroup_scale(binary, tmp_path):
         ("1% group: runnable threads", r["threads"], "1000", r["threads"] == 1000),
         ("1% group, 60 s: state at every 1 s sample", r["states_60s"], "['enabled']",
          r["states_60s"] == ["enabled"] and r["samples"] >= 50),
-        # Known gap: a release lets every parked task of the group run up
-        # to a tick before it sees the group throttled again, and the debt
-        # cap (2 s) forgives the rest, so with hundreds of runnable tasks
-        # the group gets more than its quota. Asserted: the limit still
-        # holds the group far below its 2 CPUs of demand.
-        ("1% group, 60 s: share (cpu.stat)", pct(r["one_pct_share"]), "1% (fails >= 25%)",
-         r["one_pct_share"] < 0.25),
+        # A group's parked tasks are released oldest first, as far as its
+        # tokens go (1 ms per 100 ms: one turn), so between releases the
+        # group gets its 1% exactly; but each of the 1,000 threads must
+        # run now and then (the kernel watchdog), so a task parked 10 s is
+        # released for a zero-length turn. Under TCG such a turn costs
+        # about 0.35 ms (the timer that ends it is emulated): about 3.5%
+        # of a CPU for 1,000 threads (about 0.05% on hardware). Before the
+        # per-group release the group got 15-18%.
+        ("1% group, 60 s: share (cpu.stat)", pct(r["one_pct_share"]), "1% + forced turns (fails >= 8%)",
+         r["one_pct_share"] < 0.08),
         ("1% group shown in the stats", row.get("quota"), "1000/100000", row.get("quota") == "1000/100000"),
         ("exit status", r["rc"], "0", r["rc"] == 0),
     ]
