@@ -61,6 +61,9 @@ enum consts {
 	 */
 	WATCHDOG_TIMEOUT_MS	= 30000,
 
+	/* CPU ids a wakeup looks at for a turn to preempt in its LLC. */
+	PREEMPT_SCAN_CPUS	= 64,
+
 	/* Most cgroups with a limit (checked by the daemon, a clear error). */
 	MAX_LIMITED_CGROUPS	= 4096,
 	/* Most limited cgroups on one task's path (innermost first). */
@@ -130,6 +133,7 @@ enum counter_idx {
 	CNT_CG_THROTTLE,	/* a limited cgroup ran out of quota */
 	CNT_CG_FULL,		/* a cpu.max limit found the map full */
 	CNT_CG_DEFER,		/* a parked task's release waited for tokens */
+	CNT_IDLE_KICK,		/* a CPU going idle found work queued and went on */
 	CNT_PARK_FORCE,		/* a task parked PARK_FORCE_MS was released */
 	NR_COUNTERS,
 };

@@ -13,18 +13,24 @@
  *    until they block or yield (ops.dispatch() renews their slice). Only a
  *    FIFO task preempted while running resumes at the head of its queue;
  *    wakeups, forks and requeues (renice, affinity) join the tail. A
- *    queued FIFO task preempts an RR task on its CPU, never a per-CPU
- *    kernel thread.
- *  - RR tasks are ordered by weighted virtual time: running costs
- *    runtime * 100 / p->scx.weight, so the CPU splits by weight. A turn is
- *    slice_ns (split mode: divided by the RR tasks waiting per CPU of the
- *    LLC, plus one), decided when the turn starts. A waking RR task
- *    preempts a running RR task whose turn ends later in virtual time
- *    (the EEVDF rule). A per-CPU BPF timer ends a slice that expires
+ *    queued FIFO task preempts an RR task on its CPU (or, if that CPU
+ *    runs FIFO work, another RR CPU of its LLC), never a per-CPU kernel
+ *    thread.
+ *  - RR tasks carry a weighted virtual time: running costs
+ *    runtime * 100 / p->scx.weight. They are queued by the virtual
+ *    deadline of their next turn (vtime + slice * 100 / weight, as EEVDF
+ *    picks), so the CPU splits by weight and a nice 0 task is not kept
+ *    behind a nice 5 task's long virtual turn. A turn is slice_ns (split
+ *    mode: divided by the RR tasks waiting per CPU of the LLC, plus one),
+ *    decided when the turn starts. A waking RR task preempts the running
+ *    RR turn with the latest deadline later than its own, on its CPU or
+ *    else in its LLC. A CPU going idle looks at its queues once more
+ *    (ops.update_idle()), so no wakeup is lost to the moment between its
+ *    last dispatch and its idle mark. A per-CPU BPF timer ends a slice that expires
  *    between two ticks, so slices are honored to well under a tick.
  *
  * Queue layout. Every LLC has four dispatch queues, DSQ id (llc << 2) |
- * kind: URGENT (FIFO order), FIFO (FIFO order), RR (vtime order) and
+ * kind: URGENT (FIFO order), FIFO (FIFO order), RR (deadline order) and
  * THROTTLED (release time order). A task is queued in the LLC of the CPU
  * it was assigned (the kernel's idle selection keeps wakeups within the
  * LLC). A CPU dispatches: its LLC's URGENT; a running FIFO task goes on;
@@ -197,6 +203,16 @@ s32 BPF_STRUCT_OPS(fairquota_select_cpu, struct task_struct *p, s32 prev_cpu,
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
 	if (!is_idle || !tctx)
 		return cpu;
+	/*
+	 * A sync wakeup may be given the waker's own CPU, reported idle
+	 * though the waker still runs there. Put on that CPU's local queue,
+	 * the task would wait behind whatever the waker's CPU runs next
+	 * (a waker and another wakee ping-ponging there starved it for
+	 * milliseconds while the other CPU idled): queue it in deadline order
+	 * instead, where any CPU of the LLC can take it.
+	 */
+	if ((wake_flags & SCX_WAKE_SYNC) && cpu == bpf_get_smp_processor_id())
+		return cpu;
 
 	/* Idle CPU: run @p there right away unless it is out of quota. */
 	read_config(&cfg);
@@ -332,9 +348,9 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 	if (consume(DSQ_FIFO, llc) || consume_remote(DSQ_FIFO, llc))
 		return;
 
-	/* An RR task whose turn it still is (lowest vtime) goes on. */
+	/* An RR task whose turn it still is (earliest deadline) goes on. */
 	if (keep && pctx->class == CLASS_RR && !pctx->to_tail &&
-	    rr_keep_prev(pctx, llc, now)) {
+	    rr_keep_prev(pctx, llc, now, cfg.slice_ns)) {
 		keep_running(prev, pctx, &cfg, cpu, now);
 		return;
 	}
@@ -436,7 +452,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	 */
 	cctx->curr_preemptible = !is_pcpu_kthread(p) && !tctx->urgent;
 	tctx->urgent = 0;
-	cctx->curr_deadline = tctx->vtime + vtime_cost(slice, tctx->weight);
+	cctx->curr_deadline = rr_deadline(tctx->vtime, slice, tctx->weight);
 
 	arm_slice_timer(cctx, tctx, slice, llc);
 }
@@ -494,6 +510,34 @@ s32 BPF_STRUCT_OPS(fairquota_init_task, struct task_struct *p,
 	if (lctx)
 		tctx->vtime = READ_ONCE(lctx->vtime_now);
 	return 0;
+}
+
+/*
+ * @cpu goes idle. Work may have been queued in its LLC after its last
+ * dispatch found none, by a CPU that looked for an idle CPU to kick before
+ * this one was marked idle (the kernel marks it after this callback): that
+ * work would wait until something else woke this CPU. Look once more and
+ * kick this CPU back into dispatch if the head of a queue can run here.
+ */
+void BPF_STRUCT_OPS(fairquota_update_idle, s32 cpu, bool idle)
+{
+	u32 llc, kind;
+
+	if (!idle)
+		return;
+	llc = llc_of(cpu);
+	bpf_for(kind, 0, DSQ_THROTTLED) {
+		struct task_struct *p;
+
+		bpf_for_each(scx_dsq, p, dsq_id(kind, llc), 0) {
+			if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
+				stat_inc(CNT_IDLE_KICK);
+				scx_bpf_kick_cpu(cpu, 0);
+				return;
+			}
+			break;
+		}
+	}
 }
 
 /*
@@ -607,6 +651,7 @@ SCX_OPS_DEFINE(fairquota_ops,
 	       .select_cpu	= (void *)fairquota_select_cpu,
 	       .enqueue		= (void *)fairquota_enqueue,
 	       .dequeue		= (void *)fairquota_dequeue,
+	       .update_idle	= (void *)fairquota_update_idle,
 	       .dispatch	= (void *)fairquota_dispatch,
 	       .tick		= (void *)fairquota_tick,
 	       .running		= (void *)fairquota_running,
@@ -618,6 +663,6 @@ SCX_OPS_DEFINE(fairquota_ops,
 	       .cgroup_set_bandwidth = (void *)fairquota_cgroup_set_bandwidth,
 	       .init		= (void *)fairquota_init,
 	       .exit		= (void *)fairquota_exit,
-	       .flags		= SCX_OPS_ENQ_LAST,
+	       .flags		= SCX_OPS_ENQ_LAST | SCX_OPS_KEEP_BUILTIN_IDLE,
 	       .timeout_ms	= WATCHDOG_TIMEOUT_MS,
 	       .name		= "fairquota");

@@ -135,20 +135,34 @@ static u64 vtime_cost(u64 delta_ns, u32 weight)
 }
 
 /*
- * RR queue key of @tctx: its vtime, with idle credit limited to one slice
- * behind the LLC's clock (a task that slept long does not get to run for
- * ages).
+ * Virtual deadline of a turn of @slice_ns starting at vtime @vtime: the
+ * RR queues are ordered by it, as EEVDF picks the earliest deadline. A
+ * low-weight task's turn ends far ahead in virtual time, so a nice 0 task
+ * that wakes behind it goes first unless it already ran its share: the
+ * long-run split still follows the weights (virtual finish order).
+ */
+static u64 rr_deadline(u64 vtime, u64 slice_ns, u32 weight)
+{
+	return vtime + vtime_cost(slice_ns, weight);
+}
+
+/*
+ * RR queue key of @tctx: the deadline of its next turn, from its vtime with
+ * idle credit limited to one slice behind the LLC's clock (a task that
+ * slept long does not get to run for ages).
  */
 static u64 rr_key(const struct task_ctx *tctx, const struct fq_config *cfg)
 {
 	struct llc_ctx *lctx = try_lookup_llc_ctx(tctx->llc);
-	u64 now, floor;
+	u64 now, floor, v = tctx->vtime;
 
-	if (!lctx)
-		return tctx->vtime;
-	now = READ_ONCE(lctx->vtime_now);
-	floor = now > cfg->slice_ns ? now - cfg->slice_ns : 0;
-	return tctx->vtime < floor ? floor : tctx->vtime;
+	if (lctx) {
+		now = READ_ONCE(lctx->vtime_now);
+		floor = now > cfg->slice_ns ? now - cfg->slice_ns : 0;
+		if (v < floor)
+			v = floor;
+	}
+	return rr_deadline(v, cfg->slice_ns, tctx->weight);
 }
 
 /*
@@ -199,45 +213,81 @@ static void kick_idle_cpu(const struct task_struct *p)
 }
 
 /*
+ * Return true if queued task @tctx (class FIFO, or RR with queue key @key)
+ * has more claim to a CPU than the turn running on @cctx's CPU: a FIFO task
+ * preempts an RR task, and a waking RR task an RR task whose turn ends
+ * later in virtual time (the EEVDF rule: earlier virtual deadline runs
+ * first). A per-CPU kernel thread and a turn the guard granted are never
+ * preempted. *@deadline is set to the running turn's deadline.
+ */
+static bool may_preempt(const struct cpu_ctx *cctx, const struct task_ctx *tctx,
+			u64 key, u64 enq_flags, u64 *deadline)
+{
+	if (!cctx->curr_valid || !cctx->curr_preemptible ||
+	    cctx->curr_class != CLASS_RR)
+		return false;
+	*deadline = cctx->curr_deadline;
+	if (tctx->class == CLASS_FIFO)
+		return true;
+	return (enq_flags & SCX_ENQ_WAKEUP) && key < *deadline;
+}
+
+/*
  * @p (class FIFO, or RR with queue key @key) was just queued: make it run
- * soon. An idle CPU is woken; otherwise the CPU @p is assigned to is
- * preempted if what runs there has less claim: a FIFO task preempts an RR
- * task, and a waking RR task preempts an RR task whose turn ends later in
- * virtual time (the EEVDF rule: earlier virtual deadline runs first). A
- * per-CPU kernel thread is never preempted from here.
+ * soon. The CPU it is assigned to is preempted if its turn has less claim
+ * (may_preempt()); else an idle CPU is woken; else the CPU of its LLC
+ * whose running turn has the least claim (the latest deadline) is
+ * preempted. That last search reads the cpu_ctx of at most
+ * PREEMPT_SCAN_CPUS CPU ids, only when no CPU is idle.
  */
 static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 			    const struct fq_config *cfg, u64 key,
 			    u64 enq_flags)
 {
-	s32 cpu = scx_bpf_task_cpu(p);
+	s32 cpu = scx_bpf_task_cpu(p), victim = -1, c;
+	u32 llc = llc_of(cpu), nr = scx_bpf_nr_cpu_ids(), i;
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
-	bool preempt = false;
+	u64 dl = 0, worst = 0;
 
-	if (cctx && cctx->curr_valid && cctx->curr_preemptible &&
-	    cctx->curr_class == CLASS_RR) {
-		if (tctx->class == CLASS_FIFO)
-			preempt = true;
-		else if (enq_flags & SCX_ENQ_WAKEUP)
-			preempt = key + vtime_cost(cfg->slice_ns, tctx->weight) <
-				  cctx->curr_deadline;
+	if (cctx && may_preempt(cctx, tctx, key, enq_flags, &dl)) {
+		victim = cpu;
+	} else {
+		c = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+		if (c >= 0) {
+			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
+			return;
+		}
+		bpf_for(i, 1, PREEMPT_SCAN_CPUS + 1) {
+			if (i >= nr)
+				break;
+			c = (cpu + i) % nr;
+			if (llc_of(c) != llc ||
+			    !bpf_cpumask_test_cpu(c, p->cpus_ptr))
+				continue;
+			cctx = try_lookup_cpu_ctx(c);
+			if (cctx &&
+			    may_preempt(cctx, tctx, key, enq_flags, &dl) &&
+			    dl >= worst) {
+				worst = dl;
+				victim = c;
+			}
+		}
 	}
-	if (preempt) {
-		stat_inc(CNT_WAKE_PREEMPT);
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	if (victim < 0)
 		return;
-	}
-	kick_idle_cpu(p);
+	stat_inc(CNT_WAKE_PREEMPT);
+	scx_bpf_kick_cpu(victim, SCX_KICK_PREEMPT);
 }
 
 /*
- * Return true if RR task @prev may keep its CPU for another slice: its
- * vtime is still the lowest. The kernel brings a running task's runtime up
+ * Return true if RR task @prev may keep its CPU for another turn of
+ * @slice_ns: that turn's deadline is still the earliest. The kernel brings a running task's runtime up
  * to date only at ticks, so a slice that the slice timer ended between two
  * ticks is not charged yet: its vtime is taken to be at least where the
  * elapsed turn puts it.
  */
-static bool rr_keep_prev(struct task_ctx *pctx, u32 llc, u64 now)
+static bool rr_keep_prev(struct task_ctx *pctx, u32 llc, u64 now,
+			 u64 slice_ns)
 {
 	u64 vtime = pctx->vtime, est;
 	struct task_struct *head;
@@ -248,11 +298,9 @@ static bool rr_keep_prev(struct task_ctx *pctx, u32 llc, u64 now)
 		if (est > vtime)
 			vtime = est;
 	}
-	bpf_for_each(scx_dsq, head, dsq_id(DSQ_RR, llc), 0) {
-		struct task_ctx *hctx = try_lookup_task_ctx(head);
-
-		return !hctx || vtime <= hctx->vtime;
-	}
+	bpf_for_each(scx_dsq, head, dsq_id(DSQ_RR, llc), 0)
+		return rr_deadline(vtime, slice_ns, pctx->weight) <=
+		       head->scx.dsq_vtime;
 	return true;
 }
 
@@ -324,7 +372,9 @@ static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 
 		if (!tctx || p->nr_cpus_allowed < scx_bpf_nr_cpu_ids())
 			continue;
-		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, vnow);
+		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
+					   rr_deadline(vnow, cfg->slice_ns,
+						       tctx->weight));
 		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p,
 					   dsq_id(DSQ_RR, llc), 0)) {
 			WRITE_ONCE(tctx->llc, llc);

@@ -217,6 +217,8 @@ pub struct Metrics {
     pub cg_full: u64,
     #[stat(desc = "cgroup release runs that kept parked tasks waiting for tokens")]
     pub cg_defer: u64,
+    #[stat(desc = "CPUs going idle that found work queued meanwhile and went on")]
+    pub idle_kick: u64,
     #[stat(desc = "tasks released after 10 s parked although their cgroup was throttled")]
     pub park_force: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -245,6 +247,7 @@ impl Metrics {
             ("cg_throttles", &mut self.cg_throttles),
             ("cg_full", &mut self.cg_full),
             ("cg_defer", &mut self.cg_defer),
+            ("idle_kick", &mut self.idle_kick),
             ("park_force", &mut self.park_force),
         ]
     }
