@@ -203,16 +203,6 @@ s32 BPF_STRUCT_OPS(fairquota_select_cpu, struct task_struct *p, s32 prev_cpu,
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
 	if (!is_idle || !tctx)
 		return cpu;
-	/*
-	 * A sync wakeup may be given the waker's own CPU, reported idle
-	 * though the waker still runs there. Put on that CPU's local queue,
-	 * the task would wait behind whatever the waker's CPU runs next
-	 * (a waker and another wakee ping-ponging there starved it for
-	 * milliseconds while the other CPU idled): queue it in deadline order
-	 * instead, where any CPU of the LLC can take it.
-	 */
-	if ((wake_flags & SCX_WAKE_SYNC) && cpu == bpf_get_smp_processor_id())
-		return cpu;
 
 	/* Idle CPU: run @p there right away unless it is out of quota. */
 	read_config(&cfg);
