@@ -63,6 +63,8 @@ enum consts {
 
 	/* CPU ids a wakeup looks at for a turn to preempt in its LLC. */
 	PREEMPT_SCAN_CPUS	= 64,
+	/* Queued tasks rr_keep_prev() reads for one that may run here. */
+	KEEP_SCAN_TASKS		= 16,
 
 	/* Most cgroups with a limit (checked by the daemon, a clear error). */
 	MAX_LIMITED_CGROUPS	= 4096,

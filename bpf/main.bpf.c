@@ -35,12 +35,13 @@
  * it was assigned (the kernel's idle selection keeps wakeups within the
  * LLC). A CPU dispatches: its LLC's URGENT; a running FIFO task goes on;
  * FIFO of its LLC, then of any LLC (FIFO from anywhere before RR); RR of
- * its LLC, where the running RR task goes on while its vtime is lowest;
+ * its LLC, where the running RR task goes on while its deadline is earliest;
  * then other LLCs' URGENT and RR (stealing). Enqueue and dispatch touch
  * the LLC's queues only, except stealing when a CPU would go idle. Busy
  * LLCs balance through their housekeeping timers: an LLC with two fewer
- * RR tasks waiting than another (scaled to equal CPU counts) pulls one
- * task per timer run.
+ * RR tasks waiting than another (scaled to equal CPU counts) at two timer
+ * runs in a row pulls one task. A running RR task keeps its CPU while its
+ * deadline is the earliest of the queued tasks that may run there.
  *
  * Starvation guard (guard.bpf.h). Each LLC has a housekeeping timer that
  * runs every guard/4 (2..20 ms). It moves every RR task that has waited
@@ -340,7 +341,7 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 
 	/* An RR task whose turn it still is (earliest deadline) goes on. */
 	if (keep && pctx->class == CLASS_RR && !pctx->to_tail &&
-	    rr_keep_prev(pctx, llc, now, cfg.slice_ns)) {
+	    rr_keep_prev(pctx, cpu, llc, now, cfg.slice_ns)) {
 		keep_running(prev, pctx, &cfg, cpu, now);
 		return;
 	}

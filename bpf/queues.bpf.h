@@ -280,17 +280,23 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 }
 
 /*
- * Return true if RR task @prev may keep its CPU for another turn of
- * @slice_ns: that turn's deadline is still the earliest. The kernel brings a running task's runtime up
- * to date only at ticks, so a slice that the slice timer ended between two
- * ticks is not charged yet: its vtime is taken to be at least where the
- * elapsed turn puts it.
+ * Return true if RR task @prev may keep @cpu for another turn of @slice_ns:
+ * that turn's deadline is still the earliest among the queued tasks that
+ * may run on @cpu. Tasks pinned elsewhere in the LLC do not count (with
+ * them, a nice 0 task pinned beside a nice 5 one gave its turns to the
+ * nice 5 one whenever another CPU's task had an earlier deadline). The
+ * scan reads at most KEEP_SCAN_TASKS queued tasks; past that, @prev gives
+ * way and consume() picks by deadline. The kernel brings a running task's
+ * runtime up to date only at ticks, so a slice that the slice timer ended
+ * between two ticks is not charged yet: its vtime is taken to be at least
+ * where the elapsed turn puts it.
  */
-static bool rr_keep_prev(struct task_ctx *pctx, u32 llc, u64 now,
+static bool rr_keep_prev(struct task_ctx *pctx, s32 cpu, u32 llc, u64 now,
 			 u64 slice_ns)
 {
-	u64 vtime = pctx->vtime, est;
+	u64 vtime = pctx->vtime, est, dl;
 	struct task_struct *head;
+	u32 seen = 0;
 
 	if (pctx->turn_start_ns && now > pctx->turn_start_ns) {
 		est = pctx->turn_vtime +
@@ -298,9 +304,15 @@ static bool rr_keep_prev(struct task_ctx *pctx, u32 llc, u64 now,
 		if (est > vtime)
 			vtime = est;
 	}
-	bpf_for_each(scx_dsq, head, dsq_id(DSQ_RR, llc), 0)
-		return rr_deadline(vtime, slice_ns, pctx->weight) <=
-		       head->scx.dsq_vtime;
+	dl = rr_deadline(vtime, slice_ns, pctx->weight);
+	bpf_for_each(scx_dsq, head, dsq_id(DSQ_RR, llc), 0) {
+		if (dl <= head->scx.dsq_vtime)
+			return true;
+		if (bpf_cpumask_test_cpu(cpu, head->cpus_ptr))
+			return false;
+		if (++seen >= KEEP_SCAN_TASKS)
+			return false;
+	}
 	return true;
 }
 
@@ -333,11 +345,14 @@ static bool consume_remote(u32 kind, u32 llc)
 
 /*
  * Balance RR work between LLCs, from @llc's housekeeping timer: if another
- * LLC has at least two more RR tasks waiting than @llc (scaled to equal
- * CPU counts), pull one
- * task (the last in its vtime order, one not restricted to some CPUs) into
- * @llc's queue, at @llc's virtual clock. One task per timer run keeps the
- * cost O(LLCs) per run and stops tasks from bouncing.
+ * LLC has had at least two more RR tasks waiting than @llc (scaled to equal
+ * CPU counts) at two timer runs in a row, pull one task (the last in its
+ * deadline order, one not restricted to some CPUs) into @llc's queue, at
+ * @llc's virtual clock. A single reading is not enough: a queue is one
+ * short while one of its CPUs switches tasks, and two such moments in two
+ * LLCs made even splits flap (16 hogs on 2x4 CPUs: 37-60% each). One task
+ * per timer run keeps the cost O(LLCs) per run and stops tasks from
+ * bouncing.
  */
 static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 {
@@ -360,11 +375,14 @@ static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 			from = i;
 		}
 	}
-	if (from == llc)
-		return;
 	lctx = try_lookup_llc_ctx(llc);
 	if (!lctx)
 		return;
+	if (from == llc || READ_ONCE(lctx->pull_from) != from + 1) {
+		WRITE_ONCE(lctx->pull_from, from == llc ? 0 : from + 1);
+		return;
+	}
+	WRITE_ONCE(lctx->pull_from, 0);
 
 	bpf_for_each(scx_dsq, p, dsq_id(DSQ_RR, from), SCX_DSQ_ITER_REV) {
 		struct task_ctx *tctx = try_lookup_task_ctx(p);
