@@ -137,6 +137,7 @@ enum counter_idx {
 	CNT_CG_DEFER,		/* a parked task's release waited for tokens */
 	CNT_IDLE_KICK,		/* a CPU going idle found work queued and went on */
 	CNT_PARK_FORCE,		/* a task parked PARK_FORCE_MS was released */
+	CNT_CG_ADOPT,		/* a task parked on its LLC moved to its group's queue */
 	NR_COUNTERS,
 };
 

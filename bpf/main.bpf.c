@@ -138,14 +138,15 @@ static int slice_timerfn(void *map, int *key, struct bpf_timer *timer)
 
 /*
  * Arm this CPU's slice timer to end the turn @slice_ns from now: an RR turn
- * that others wait for, or that the quota cuts short, ends on time rather
- * than at the next tick. A turn that starts with nothing queued ends at a
- * tick (a timer per turn of a lone task costs more than it gives).
+ * that others wait for, or that a quota cuts short, and a FIFO turn that a
+ * cgroup's quota cuts short, end on time rather than at the next tick. A
+ * turn that starts with nothing queued ends at a tick (a timer per turn of
+ * a lone task costs more than it gives).
  */
 static void arm_slice_timer(struct cpu_ctx *cctx, const struct task_ctx *tctx,
 			    u64 slice, u32 llc)
 {
-	if (tctx->class != CLASS_RR ||
+	if (tctx->class == CLASS_FIFO ? !tctx->nr_cg :
 	    (!tctx->limited && !tctx->nr_cg &&
 	     !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc))))
 		return;
@@ -411,10 +412,9 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	slice = task_slice(tctx, &cfg, cpu, llc);
 	/*
 	 * Queued before its cgroup ran out (hundreds of a group's tasks
-	 * released at once, say): no turn on a spent quota. An RR task's
-	 * slice timer, armed below with 0, ends the turn right after this
-	 * callback; a FIFO task gives way at its next tick; both are then
-	 * parked. (A kick from inside this callback livelocked: a task in a
+	 * released at once, say): no turn on a spent quota. The slice
+	 * timer, armed below with 0, ends the turn right after this
+	 * callback, and the task is then parked. (A kick from inside this callback livelocked: a task in a
 	 * migration-disabled section is put straight back on the CPU
 	 * without ops.enqueue().)
 	 */

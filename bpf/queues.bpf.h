@@ -87,6 +87,27 @@ static u64 rr_waiting(s32 cpu, u32 llc)
 }
 
 /*
+ * @slice, cut to the fewest tokens left in @tctx's limited cgroups: 0 if
+ * one has none (its refill, done here, found it still in debt after the
+ * caller's throttle check), so the turn ends at once and the task is
+ * parked, rather than running a whole slice until a tick notices.
+ */
+static u64 cg_slice_cap(const struct task_ctx *tctx,
+			const struct fq_config *cfg, u64 slice)
+{
+	s64 t;
+
+	if (!tctx->nr_cg)
+		return slice;
+	/* Tokens of this period, not of the last charge's. */
+	cg_charge(tctx, cfg, bpf_ktime_get_ns(), 0);
+	cg_scan(tctx, 0, &t);
+	if (t <= 0)
+		return 0;
+	return (u64)t < slice ? (u64)t : slice;
+}
+
+/*
  * RR slice of @tctx on @cpu of @llc: fixed, or in split mode divided by
  * the RR tasks waiting for this CPU plus one; never more than its
  * remaining quota or its limited cgroups' tokens.
@@ -104,27 +125,20 @@ static u64 rr_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
 	if (tctx->limited && tctx->bw.tokens_ns > 0 &&
 	    (u64)tctx->bw.tokens_ns < slice)
 		slice = tctx->bw.tokens_ns;
-	if (tctx->nr_cg) {
-		s64 t;
-
-		/* Tokens of this period, not of the last charge's. */
-		cg_charge(tctx, cfg, bpf_ktime_get_ns(), 0);
-		cg_scan(tctx, 0, &t);
-		if (t > 0 && (u64)t < slice)
-			slice = t;
-	}
-	return slice;
+	return cg_slice_cap(tctx, cfg, slice);
 }
 
 /*
  * FIFO tasks keep their CPU until they block or yield; their slice is only
- * a refresh interval (ops.dispatch() renews it).
+ * a refresh interval (ops.dispatch() renews it), cut to their limited
+ * cgroups' tokens so that a group's FIFO task is throttled on time, not at
+ * the next tick.
  */
 static u64 task_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
 		      s32 cpu, u32 llc)
 {
 	if (tctx->class == CLASS_FIFO)
-		return SCX_SLICE_DFL;
+		return cg_slice_cap(tctx, cfg, SCX_SLICE_DFL);
 	return rr_slice(tctx, cfg, cpu, llc);
 }
 

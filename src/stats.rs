@@ -221,6 +221,8 @@ pub struct Metrics {
     pub idle_kick: u64,
     #[stat(desc = "tasks released after 10 s parked although their cgroup was throttled")]
     pub park_force: u64,
+    #[stat(desc = "tasks parked on their LLC moved to their throttled cgroup's queue")]
+    pub cg_adopt: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
     pub tasks: Vec<TaskStats>,
     #[stat(desc = "limited cgroups")]
@@ -249,6 +251,7 @@ impl Metrics {
             ("cg_defer", &mut self.cg_defer),
             ("idle_kick", &mut self.idle_kick),
             ("park_force", &mut self.park_force),
+            ("cg_adopt", &mut self.cg_adopt),
         ]
     }
 

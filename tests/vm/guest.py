@@ -1202,6 +1202,30 @@ def scenario_trace(out):
     return res
 
 
+def scenario_cgroup_fifo(out):
+    """A nice -5 (FIFO) hog started inside a cgroup limited to 1000/10000,
+    alone on CPU 1: its share, and the length of its runs (hog.py): a FIFO
+    task of a limited group is stopped when the group's tokens run out, not
+    at the next 4 ms tick."""
+    enable_cpu_controller()
+    make_cgroup("ff")
+    d = Daemon(out, "cgroup-fifo", ["--cgroup", "ff=1000/10000", "--stats-interval", "1", "--top", "1"])
+    gf = os.path.join(out, "fifo-runs.json")
+    hog = subprocess.Popen(["sh", "-c", f"echo $$ > {CG}/ff/cgroup.procs && "
+                            f"exec nice -n -5 taskset -c 1 {PY} {HOG} {gf}"])
+    wait_for_file(gf + ".ready")
+    time.sleep(2)
+    (share,) = measure([hog.pid], 10)
+    state = sched_state()
+    kill_all([hog])
+    rc = d.stop()
+    runs = json.loads(read(gf, "{}") or "{}")
+    rows = stats_rows(d.stdout(), hog.pid)
+    return {"share": share, "runs_s": runs.get("runs_s", []), "nr_runs": runs.get("nr_runs", 0),
+            "class": rows[-1]["class"] if rows else None, "state_during": state, "rc": rc,
+            "totals": final_totals(d.stdout()), "stderr": d.stderr()[-2000:]}
+
+
 def scenario_soak(out):
     """Reliability soak (issue 7) for SOAK_SECONDS (60 in CI, 600 from
     bench/soak.sh): stress-ng --aggressive cpu/fork/affinity/switch/exec
@@ -1332,6 +1356,7 @@ SCENARIOS = {
     "cgroups": scenario_cgroups,
     "cgroup_exact": scenario_cgroup_exact,
     "cgroup_scale": scenario_cgroup_scale,
+    "cgroup_fifo": scenario_cgroup_fifo,
 }
 
 

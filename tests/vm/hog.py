@@ -4,8 +4,10 @@
 
 It spins reading the monotonic clock; any jump between two reads is time
 it did not run. It reports the longest gap, when it ended (monotonic
-clock), and the second longest. Once running it creates FILE.ready; on SIGTERM it writes the longest gap and the number of
-gaps over 100 ms as JSON to the file given as its argument.
+clock), and the second longest. Once running it creates FILE.ready; on
+SIGTERM it writes the longest gap and the number of gaps over 100 ms as
+JSON to the file given as its argument, with the lengths of its runs
+(stretches on the CPU between gaps over RUN_GAP_S), longest first.
 """
 import json
 import signal
@@ -13,6 +15,8 @@ import sys
 import time
 
 out = sys.argv[1]
+RUN_GAP_S = 0.0005
+runs = []
 max_gap = 0.0
 max_gap_end = 0.0
 second_gap = 0.0
@@ -31,9 +35,13 @@ open(out + ".ready", "w").close()
 clock = time.monotonic
 last = clock()
 start = last
+run_start = last
 while running:
     now = clock()
     gap = now - last
+    if gap > RUN_GAP_S:
+        runs.append(last - run_start)
+        run_start = now
     if gap > 0.1:
         long_gaps += 1
     if gap > max_gap:
@@ -47,4 +55,5 @@ while running:
 with open(out, "w") as f:
     json.dump({"max_gap_s": max_gap, "max_gap_end": max_gap_end,
                "second_gap_s": second_gap, "gaps_over_100ms": long_gaps,
-               "seconds": clock() - start}, f)
+               "seconds": clock() - start,
+               "runs_s": sorted(runs, reverse=True)[:2000], "nr_runs": len(runs)}, f)
