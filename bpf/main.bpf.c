@@ -414,9 +414,9 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	 * Queued before its cgroup ran out (hundreds of a group's tasks
 	 * released at once, say): no turn on a spent quota. The slice
 	 * timer, armed below with 0, ends the turn right after this
-	 * callback, and the task is then parked. (A kick from inside this callback livelocked: a task in a
-	 * migration-disabled section is put straight back on the CPU
-	 * without ops.enqueue().)
+	 * callback, and the task is then parked. (A kick from inside this
+	 * callback livelocked: a task in a migration-disabled section is
+	 * put straight back on the CPU without ops.enqueue().)
 	 */
 	if (throttled)
 		slice = 0;
