@@ -38,10 +38,11 @@
  * its LLC, where the running RR task goes on while its deadline is earliest;
  * then other LLCs' URGENT and RR (stealing). Enqueue and dispatch touch
  * the LLC's queues only, except stealing when a CPU would go idle. Busy
- * LLCs balance through their housekeeping timers: an LLC with two fewer
- * RR tasks waiting than another (scaled to equal CPU counts) at two timer
- * runs in a row pulls one task. A running RR task keeps its CPU while its
- * deadline is the earliest of the queued tasks that may run there.
+ * LLCs balance through their housekeeping timers: an LLC whose moving
+ * average of waiting RR tasks is 1.5 below another's (scaled to equal CPU
+ * counts) pulls one task, which keeps its lag. A running RR task keeps
+ * its CPU while its deadline is the earliest of the queued tasks that may
+ * run there.
  *
  * Starvation guard (guard.bpf.h). Each LLC has a housekeeping timer that
  * runs every guard/4 (2..20 ms). It moves every RR task that has waited

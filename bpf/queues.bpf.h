@@ -358,59 +358,91 @@ static bool consume_remote(u32 kind, u32 llc)
 }
 
 /*
+ * Fold the number of RR tasks waiting in @llc now (its RR and URGENT
+ * queues: a task the guard made urgent still waits there) into the LLC's
+ * moving average, and return the average. Only @llc's timer calls this.
+ */
+static u32 update_waiting_avg(u32 llc, struct llc_ctx *lctx)
+{
+	u64 now = scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)) +
+		  scx_bpf_dsq_nr_queued(dsq_id(DSQ_URGENT, llc));
+	u32 avg = READ_ONCE(lctx->waiting_avg);
+
+	if (now > WAIT_AVG_MAX)
+		now = WAIT_AVG_MAX;
+	avg = avg - (avg >> WAIT_AVG_DECAY) +
+	      (((u32)now << WAIT_AVG_SHIFT) >> WAIT_AVG_DECAY);
+	WRITE_ONCE(lctx->waiting_avg, avg);
+	return avg;
+}
+
+/*
  * Balance RR work between LLCs, from @llc's housekeeping timer: if another
- * LLC has had at least two more RR tasks waiting than @llc (scaled to equal
- * CPU counts) at two timer runs in a row, pull one task (the last in its
- * deadline order, one not restricted to some CPUs) into @llc's queue, at
- * @llc's virtual clock. A single reading is not enough: a queue is one
- * short while one of its CPUs switches tasks, and two such moments in two
- * LLCs made even splits flap (16 hogs on 2x4 CPUs: 37-60% each). One task
- * per timer run keeps the cost O(LLCs) per run and stops tasks from
- * bouncing.
+ * LLC has had, on average over its recent timer runs, at least 1.5 more RR
+ * tasks waiting than @llc (scaled to equal CPU counts), pull one task (the
+ * last in its deadline order, one not restricted to some CPUs) into @llc's
+ * queue. A queue's length read at one instant is noisy: it is one short
+ * while one of its CPUs switches tasks, and on a host whose vCPUs are
+ * preempted (8 vCPUs on 2 loaded cores) readings of the same balanced
+ * split ranged 3..7. Pulls on such readings flapped tasks between LLCs
+ * (16 hogs on 2x4 vCPUs: 46-58% each), so the averages are compared; a
+ * pull moves one task's worth between the two averages at once, so the
+ * same imbalance is not acted on twice. The task keeps its lag: it joins
+ * @llc as far ahead of @llc's clock (at most one turn) as it was ahead of
+ * its old LLC's. One task per timer run keeps the cost O(LLCs) per run.
  */
 static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 {
-	u64 mine = scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc));
-	u32 my_cpus = llc_cpus(llc), i, from = llc;
-	u64 best = 0;
-	struct llc_ctx *lctx;
+	struct llc_ctx *lctx = try_lookup_llc_ctx(llc), *fctx = NULL;
+	u32 my_cpus = llc_cpus(llc), i, from = llc, mine;
+	u64 best = 0, vnow, from_vnow, lag, cap;
 	struct task_struct *p;
 
+	if (!lctx)
+		return;
+	mine = update_waiting_avg(llc, lctx);
 	bpf_for(i, 0, nr_llcs) {
+		struct llc_ctx *other;
 		u64 theirs;
 
-		if (i == llc)
+		if (i == llc || !(other = try_lookup_llc_ctx(i)))
 			continue;
-		theirs = scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, i));
+		theirs = READ_ONCE(other->waiting_avg);
 		/* theirs / their_cpus >= (mine + 2) / my_cpus, no division */
-		if (theirs * my_cpus >= (mine + 2) * llc_cpus(i) &&
+		if (theirs * my_cpus >=
+			    ((u64)mine + 3 * WAIT_AVG_ONE / 2) * llc_cpus(i) &&
 		    theirs * my_cpus > best) {
 			best = theirs * my_cpus;
 			from = i;
+			fctx = other;
 		}
 	}
-	lctx = try_lookup_llc_ctx(llc);
-	if (!lctx)
+	if (!fctx)
 		return;
-	if (from == llc || READ_ONCE(lctx->pull_from) != from + 1) {
-		WRITE_ONCE(lctx->pull_from, from == llc ? 0 : from + 1);
-		return;
-	}
-	WRITE_ONCE(lctx->pull_from, 0);
 
+	vnow = READ_ONCE(lctx->vtime_now);
+	from_vnow = READ_ONCE(fctx->vtime_now);
 	bpf_for_each(scx_dsq, p, dsq_id(DSQ_RR, from), SCX_DSQ_ITER_REV) {
 		struct task_ctx *tctx = try_lookup_task_ctx(p);
-		u64 vnow = READ_ONCE(lctx->vtime_now);
+		u64 vtime;
 
 		if (!tctx || p->nr_cpus_allowed < scx_bpf_nr_cpu_ids())
 			continue;
+		lag = tctx->vtime > from_vnow ? tctx->vtime - from_vnow : 0;
+		cap = vtime_cost(cfg->slice_ns, tctx->weight);
+		vtime = vnow + (lag < cap ? lag : cap);
 		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
-					   rr_deadline(vnow, cfg->slice_ns,
+					   rr_deadline(vtime, cfg->slice_ns,
 						       tctx->weight));
 		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p,
 					   dsq_id(DSQ_RR, llc), 0)) {
 			WRITE_ONCE(tctx->llc, llc);
-			WRITE_ONCE(tctx->vtime, vnow);
+			WRITE_ONCE(tctx->vtime, vtime);
+			/* One task's worth moved: act on the rest later. */
+			WRITE_ONCE(lctx->waiting_avg, mine + WAIT_AVG_ONE);
+			i = READ_ONCE(fctx->waiting_avg);
+			WRITE_ONCE(fctx->waiting_avg,
+				   i > WAIT_AVG_ONE ? i - WAIT_AVG_ONE : 0);
 			stat_inc(CNT_LLC_PULL);
 			kick_idle_cpu(p);
 		}

@@ -184,8 +184,8 @@ struct llc_ctx {
 	u64 vtime_now;		/* RR clock: follows started tasks (see
 				 * advance_llc_clock()) */
 	u64 next_timer_ns;	/* when the timer is armed for, 0 = running */
-	u32 pull_from;		/* 1 + the LLC seen overloaded at the last
-				 * timer run, 0 = none (pull_rr_work()) */
+	u32 waiting_avg;	/* RR tasks waiting, x WAIT_AVG_ONE, moving
+				 * average over timer runs (pull_rr_work()) */
 	u32 __pad32;
 	u64 __pad[4];
 };

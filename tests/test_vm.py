@@ -417,8 +417,13 @@ def test_cgroup_limits_exact(binary, tmp_path):
     checks += [
         ("cpu.max.burst 20000, idle then busy: nr_bursts", b.get("nr_bursts"), ">= 1",
          int(b.get("nr_bursts", 0)) >= 1),
-        ("  its burst_usec (the saved 20 ms)", b.get("burst_usec"), "15000..20000",
-         15000 <= int(b.get("burst_usec", 0)) <= 20000),
+        # The saved 20 ms are drawn once after the idle time. Under TCG a
+        # late release can leave a later period under-used, and drawing the
+        # quota it saved counts as a burst too, as in the kernel (one CI run:
+        # 4 bursts, 40000 us; the share below stayed 20.1%).
+        ("  its burst_usec (the saved 20 ms, then any quota saved later)", b.get("burst_usec"),
+         "15000 .. 20000 x nr_bursts",
+         15000 <= int(b.get("burst_usec", 0)) <= 20000 * max(int(b.get("nr_bursts", 0)), 1)),
         ("  its burst shown", b.get("burst"), "20000", b.get("burst") == "20000"),
         ("  its share after (6 s, 20% + the one burst)", pct(r["burst_share"]), "20% +- 1 point",
          abs(r["burst_share"] - 0.20) <= 0.01),
