@@ -153,33 +153,52 @@ static bool cg_timer_arm(struct cg_state *st, u64 when)
 }
 
 /*
+ * The state of limited cgroup @id if its throttled tasks can wait on its
+ * DSQ now, else NULL: the group has no DSQ (its cgroup is outside the cpu
+ * controller), or its release timer is not set up yet, in which case an
+ * LLC timer is asked to set it up (cg_timers_setup()).
+ */
+static struct cg_state *cg_parkable(u64 id)
+{
+	struct cg_state *st = bpf_map_lookup_elem(&cgroup_states, &id);
+
+	if (!st || scx_bpf_dsq_nr_queued(cg_dsq_id(id)) < 0)
+		return NULL;
+	if (READ_ONCE(st->timer_state) == CG_TIMER_READY)
+		return st;
+	if (__sync_val_compare_and_swap(&st->timer_state, CG_TIMER_NONE,
+					CG_TIMER_QUEUED) == CG_TIMER_NONE &&
+	    bpf_map_push_elem(&cg_timer_queue, &id, 0))
+		WRITE_ONCE(st->timer_state, CG_TIMER_NONE);
+	return NULL;
+}
+
+/*
+ * A task now waits on limited cgroup @id's DSQ until @release: arm the
+ * group's timer. The task is queued before the timer is armed, so a
+ * callback that runs meanwhile either sees it or has reset next_timer_ns
+ * (timer_arm()).
+ */
+static void cg_wait_release(struct cg_state *st, u64 id, u64 release)
+{
+	if (!cg_timer_arm(st, release))
+		scx_bpf_error("cannot arm the release timer of cgroup %llu", id);
+}
+
+/*
  * Park @p, throttled until @release by limited cgroup @id, on the group's
- * DSQ. Return false if the group has no DSQ (its cgroup is outside the
- * cpu controller) or no timer: the caller parks it on the LLC instead.
+ * DSQ. Return false if the group cannot take it yet (cg_parkable()): the
+ * caller parks it on the LLC instead.
  */
 static bool cg_park(struct task_struct *p, const struct fq_config *cfg,
 		    u64 id, u64 release, u64 enq_flags)
 {
-	struct cg_state *st = bpf_map_lookup_elem(&cgroup_states, &id);
-	u64 dsq = cg_dsq_id(id);
+	struct cg_state *st = cg_parkable(id);
 
-	if (!st || scx_bpf_dsq_nr_queued(dsq) < 0)
+	if (!st)
 		return false;
-	if (READ_ONCE(st->timer_state) != CG_TIMER_READY) {
-		/* Ask an LLC timer to set it up (cg_timers_setup()). */
-		if (__sync_val_compare_and_swap(&st->timer_state, CG_TIMER_NONE,
-						CG_TIMER_QUEUED) == CG_TIMER_NONE &&
-		    bpf_map_push_elem(&cg_timer_queue, &id, 0))
-			WRITE_ONCE(st->timer_state, CG_TIMER_NONE);
-		return false;
-	}
-	/*
-	 * Queued before the timer is armed: a callback that runs meanwhile
-	 * either sees the task or has reset next_timer_ns (timer_arm()).
-	 */
-	scx_bpf_dsq_insert(p, dsq, cfg->slice_ns, enq_flags);
-	if (!cg_timer_arm(st, release))
-		scx_bpf_error("cannot arm the release timer of cgroup %llu", id);
+	scx_bpf_dsq_insert(p, cg_dsq_id(id), cfg->slice_ns, enq_flags);
+	cg_wait_release(st, id, release);
 	return true;
 }
 
@@ -191,22 +210,17 @@ static bool cg_park(struct task_struct *p, const struct fq_config *cfg,
  * park (a refill by another CPU), or before the group's timer was ready.
  * Left there, all such tasks were released at each of the group's
  * refills at once, overspending it (a 1% group of a thousand tasks got
- * 10-14% in 2 runs of 7). Return false if the group has no DSQ or no
- * timer yet: the task stays on the LLC.
+ * 10-14% in 2 runs of 7). Return false if the group cannot take it yet:
+ * the task stays on the LLC.
  */
 static bool cg_adopt(struct bpf_iter_scx_dsq *it, struct task_struct *p,
 		     u64 id, u64 until)
 {
-	struct cg_state *st = bpf_map_lookup_elem(&cgroup_states, &id);
-	u64 dsq = cg_dsq_id(id);
+	struct cg_state *st = cg_parkable(id);
 
-	if (!st || READ_ONCE(st->timer_state) != CG_TIMER_READY ||
-	    scx_bpf_dsq_nr_queued(dsq) < 0)
+	if (!st || !scx_bpf_dsq_move(it, p, cg_dsq_id(id), 0))
 		return false;
-	if (!scx_bpf_dsq_move(it, p, dsq, 0))
-		return false;
-	if (!cg_timer_arm(st, until))
-		scx_bpf_error("cannot arm the release timer of cgroup %llu", id);
+	cg_wait_release(st, id, until);
 	stat_inc(CNT_CG_ADOPT);
 	return true;
 }

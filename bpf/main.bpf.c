@@ -161,8 +161,21 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 {
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	u32 llc = llc_of(cpu);
-	u64 slice = task_slice(pctx, cfg, cpu, llc);
+	u64 slice = task_slice(pctx, cfg, cpu, llc), step = cfg->slice_ns, ran;
 
+	/*
+	 * A renewed turn moves the LLC's clock too, as far as the task's own
+	 * vtime moved in the turn that ends. Moved only at starts, the clock
+	 * stayed where a task running on alone had started, and a task that
+	 * joined later (forked, woken) was placed that far behind it: after 3
+	 * s alone, a hog got 3% of its CPU for seconds beside a newcomer.
+	 */
+	if (pctx->class == CLASS_RR) {
+		ran = now > pctx->turn_start_ns ? now - pctx->turn_start_ns : 0;
+		if (vtime_cost(ran, pctx->weight) > step)
+			step = vtime_cost(ran, pctx->weight);
+		advance_llc_clock(llc, pctx->vtime, step);
+	}
 	scx_bpf_task_set_slice(prev, slice);
 	turn_begin(pctx, now);
 	pctx->to_tail = false;	/* a yield with nothing else to run is over */
@@ -429,7 +442,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 		stat_inc(CNT_FIFO_DISPATCH);
 	} else {
 		stat_inc(CNT_RR_DISPATCH);
-		advance_llc_clock(llc, tctx->vtime, &cfg);
+		advance_llc_clock(llc, tctx->vtime, cfg.slice_ns);
 	}
 
 	if (!cctx)

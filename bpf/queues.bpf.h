@@ -180,15 +180,15 @@ static u64 rr_key(const struct task_ctx *tctx, const struct fq_config *cfg)
 }
 
 /*
- * An RR task with vtime @vtime starts running in @llc: the LLC's clock
- * (where tasks that join the LLC are placed) follows it, but by at most one
- * slice per start. A task far ahead of the others (a low-weight task,
- * whose vtime grows fast, started by the guard or on an idle CPU) must not
- * drag the clock: every task placed at it afterwards would wait until the
- * others caught up (measured on 8 vCPUs: 16 hogs at 18-90% each, the
- * guard rescuing the waiters).
+ * An RR task with vtime @vtime starts (or goes on with) a turn in @llc: the
+ * LLC's clock (where tasks that join the LLC are placed) follows it, but
+ * by at most @max_step per turn (one slice at a start). A task far ahead of
+ * the others (a low-weight task, whose vtime grows fast, started by the
+ * guard or on an idle CPU) must not drag the clock: every task placed at
+ * it afterwards would wait until the others caught up (measured on 8
+ * vCPUs: 16 hogs at 18-90% each, the guard rescuing the waiters).
  */
-static void advance_llc_clock(u32 llc, u64 vtime, const struct fq_config *cfg)
+static void advance_llc_clock(u32 llc, u64 vtime, u64 max_step)
 {
 	struct llc_ctx *lctx = try_lookup_llc_ctx(llc);
 	u64 now, cap;
@@ -196,7 +196,7 @@ static void advance_llc_clock(u32 llc, u64 vtime, const struct fq_config *cfg)
 	if (!lctx)
 		return;
 	now = READ_ONCE(lctx->vtime_now);
-	cap = now + cfg->slice_ns;
+	cap = now + max_step;
 	if (vtime > now)
 		WRITE_ONCE(lctx->vtime_now, vtime < cap ? vtime : cap);
 }

@@ -166,6 +166,12 @@ def test_weight_split(binary, tmp_path):
     check_all([
         ("nice 0 part of CPU 1 (vs nice 5)", pct(frac), "75% +- 5", abs(frac - 0.75) <= 0.05),
         ("CPU 1 busy", pct(total), ">= 90%", total >= 0.90),
+        # Before the LLC clock followed renewed turns, the hog that had run
+        # alone got 19-26% in the first second, then 3% for the next two.
+        ("hog alone 3 s, then a newcomer on its CPU: its share, first 1 s", pct(r["join_first"][0]),
+         ">= 40%", r["join_first"][0] >= 0.40),
+        ("  its share over the next 2 s", pct(r["join_next"][0]), "50% +- 5",
+         abs(r["join_next"][0] - 0.50) <= 0.05),
         ("state during", r["state_during"][0], "enabled", r["state_during"][0] == "enabled"),
         ("exit status after SIGTERM", r["rc"], "0", r["rc"] == 0),
         ("state after SIGTERM", r["after"][0], "disabled", r["after"][0] == "disabled"),

@@ -339,8 +339,17 @@ def scenario_weight(out):
     s0, s5 = measure([n0.pid, n5.pid], 10)
     state = sched_state()
     kill_all([n0, n5])
+    # A hog that ran alone for 3 s, then a newcomer on its CPU: both at
+    # nice 0, they split the CPU from the start.
+    old = spawn_hog(0, cpus=1)
+    time.sleep(3)
+    new = spawn_hog(0, cpus=1)
+    join_first = measure([old.pid, new.pid], 1)
+    join_next = measure([old.pid, new.pid], 2)
+    kill_all([old, new])
     rc = d.stop(signal.SIGTERM)
     return {"nice0_share": s0, "nice5_share": s5, "state_during": state, "rc": rc,
+            "join_first": join_first, "join_next": join_next,
             "after": sched_state(), "stderr": d.stderr()}
 
 
