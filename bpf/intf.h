@@ -166,6 +166,8 @@ struct bw_bucket {
 	s64 snap_ns;		/* tokens right after the last refill */
 	u64 nr_bursts;		/* periods that used more than a quota */
 	u64 burst_ns;		/* runtime used beyond the quota, in total */
+	u64 carry_ns;		/* tokens this period kept from a hungry one */
+	u64 hungry;		/* the last period began with all used up */
 };
 
 /*

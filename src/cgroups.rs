@@ -453,6 +453,8 @@ mod tests {
                 snap_ns: 0,
                 nr_bursts: 2,
                 burst_ns: 3_000_000,
+                carry_ns: 0,
+                hungry: 0,
             },
             usage_ns: 2_000_000_000,
             throttled_until_ns: 0,

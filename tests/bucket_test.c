@@ -104,8 +104,9 @@ static void debt_is_capped_within_watchdog(void)
 /*
  * Simulate a CPU hog whose slice is capped at its tokens but whose expiry
  * is only seen at 4 ms ticks (HZ=250), charged with bw_charge_span(). Each
- * release is followed by a start delay of up to @max_delay (the CPU was busy
- * with something else), so runs may cross period boundaries. Return the
+ * release (which refills the bucket, as the group's timer does) is followed
+ * by a start delay of up to @max_delay (the CPU was busy with something
+ * else), so runs may cross period boundaries or miss a period's tokens. Return the
  * hog's long-run share.
  */
 static double simulate_share(u64 quota, u64 period, u64 max_delay)
@@ -117,7 +118,9 @@ static double simulate_share(u64 quota, u64 period, u64 max_delay)
 	while (now < end) {
 		bw_refill(&b, now, L(quota, period));
 		if (bw_throttled(&b)) {
+			/* the release brings the bucket to its period */
 			now = bw_release_at(&b, L(quota, period));
+			bw_refill(&b, now, L(quota, period));
 			seed = seed * 6364136223846793005ULL + 1;
 			if (max_delay)
 				now += (seed >> 33) % max_delay;
@@ -155,6 +158,63 @@ static void late_starts_keep_exact_share(void)
 {
 	check_share(simulate_share(2 * MS, 10 * MS, 7 * MS), 0.20);
 	check_share(simulate_share(5 * MS, 10 * MS, 4 * MS), 0.50);
+}
+
+/*
+ * ... and when a release is so late that a period's tokens cannot all be
+ * used in it (a loaded host): the next period keeps them (the carry).
+ */
+static void late_releases_keep_exact_share(void)
+{
+	check_share(simulate_share(2 * MS, 10 * MS, 12 * MS), 0.20);
+	check_share(simulate_share(1 * MS, 10 * MS, 15 * MS), 0.10);
+}
+
+/*
+ * The carry: only a hungry period's unused tokens, at most a quota, once;
+ * never counted as a burst; an idle or half-used period saves nothing.
+ */
+static void carry_only_from_hungry_periods(void)
+{
+	struct bw_bucket b = { 0 };
+
+	bw_refill(&b, 1, L(2 * MS, 10 * MS));
+	bw_charge(&b, 2 * MS, L(2 * MS, 10 * MS)); /* all used: hungry */
+	bw_refill(&b, 1 + 10 * MS, L(2 * MS, 10 * MS));
+	bw_charge(&b, 1 * MS, L(2 * MS, 10 * MS)); /* released late: 1 ms */
+	bw_refill(&b, 1 + 20 * MS, L(2 * MS, 10 * MS));
+	CHECK(b.tokens_ns == 3 * (s64)MS);
+	/* late again: a quota and part of the carry used, the rest kept */
+	bw_charge(&b, 2500 * 1000, L(2 * MS, 10 * MS));
+	bw_refill(&b, 1 + 30 * MS, L(2 * MS, 10 * MS));
+	CHECK(b.tokens_ns == 2500 * 1000);
+	CHECK(b.nr_bursts == 0);
+	bw_charge(&b, 2500 * 1000, L(2 * MS, 10 * MS)); /* all drawn */
+	bw_refill(&b, 1 + 40 * MS, L(2 * MS, 10 * MS));
+	CHECK(b.nr_bursts == 0);
+	CHECK(b.tokens_ns == 2 * (s64)MS);
+	/* hungry again but idle: one period keeps its 2 ms, then no more */
+	bw_refill(&b, 1 + 50 * MS, L(2 * MS, 10 * MS));
+	CHECK(b.tokens_ns == 4 * (s64)MS);
+	bw_refill(&b, 1 + 60 * MS, L(2 * MS, 10 * MS));
+	CHECK(b.tokens_ns == 2 * (s64)MS);
+	bw_refill(&b, 1 + 70 * MS, L(2 * MS, 10 * MS));
+	CHECK(b.tokens_ns == 2 * (s64)MS);
+	/* a half-used period that did not begin hungry saves nothing */
+	bw_charge(&b, 1 * MS, L(2 * MS, 10 * MS));
+	bw_refill(&b, 1 + 80 * MS, L(2 * MS, 10 * MS));
+	CHECK(b.tokens_ns == 2 * (s64)MS);
+	/* a hungry period whose turn came a whole period late: a quota kept */
+	bw_charge(&b, 2 * MS, L(2 * MS, 10 * MS));
+	bw_refill(&b, 1 + 90 * MS, L(2 * MS, 10 * MS));
+	bw_refill(&b, 1 + 110 * MS, L(2 * MS, 10 * MS));
+	CHECK(b.tokens_ns == 4 * (s64)MS);
+	/* but not after a longer gap (idle) */
+	bw_charge(&b, 4 * MS, L(2 * MS, 10 * MS));
+	bw_refill(&b, 1 + 120 * MS, L(2 * MS, 10 * MS));
+	bw_refill(&b, 1 + 120 * MS + (BW_CARRY_MAX_PERIODS + 1) * 10 * MS,
+		  L(2 * MS, 10 * MS));
+	CHECK(b.tokens_ns == 2 * (s64)MS);
 }
 
 /*
@@ -227,6 +287,8 @@ static void burst_saves_unused_quota(void)
 	CHECK(b.tokens_ns == 1 * MS);
 	bw_refill(&b, 1 + 130 * MS, &l);
 	CHECK(b.tokens_ns == 3 * MS);
+	/* a hungry period's unused tokens within the burst: saved, no carry */
+	CHECK(b.carry_ns == 0);
 	/* a partly used period saves the rest, up to the cap */
 	bw_charge_span(&b, 1 + 130 * MS, 1 + 131 * MS, &l);
 	bw_refill(&b, 1 + 140 * MS, &l);
@@ -239,6 +301,29 @@ static void burst_saves_unused_quota(void)
 	bw_refill(&c, 1 + 100 * MS, L(2 * MS, 10 * MS));
 	CHECK(c.tokens_ns == 2 * MS);
 	CHECK(c.nr_bursts == 0);
+}
+
+/*
+ * A burst drawn over two periods (the first one's turn came late) is
+ * counted whole: what a period leaves within the burst is saved, not
+ * carried.
+ */
+static void burst_drawn_late_is_counted_whole(void)
+{
+	const struct bw_limit l = { 20 * MS, 100 * MS, 20 * MS };
+	struct bw_bucket b = { 0 };
+
+	bw_refill(&b, 1, &l);
+	bw_refill(&b, 1 + 1000 * MS, &l);
+	CHECK(b.tokens_ns == 40 * (s64)MS);
+	bw_charge(&b, 26 * MS, &l);
+	bw_refill(&b, 1 + 1100 * MS, &l);
+	CHECK(b.tokens_ns == 34 * (s64)MS);
+	bw_charge(&b, 34 * MS, &l);
+	bw_refill(&b, 1 + 1200 * MS, &l);
+	CHECK(b.nr_bursts == 2);
+	CHECK(b.burst_ns == 20 * MS);
+	CHECK(b.tokens_ns == 20 * (s64)MS);
 }
 
 /* Smooth mode: same share in sub-periods of at most max_stall. */
@@ -279,8 +364,11 @@ int main(void)
 	span_is_split_at_period_boundaries();
 	runtime_before_the_period_is_not_dropped();
 	late_starts_keep_exact_share();
+	late_releases_keep_exact_share();
+	carry_only_from_hungry_periods();
 	park_accounts_throttled_time();
 	burst_saves_unused_quota();
+	burst_drawn_late_is_counted_whole();
 	smooth_divides_long_periods();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

@@ -514,7 +514,7 @@ def scenario_fifo_order(out):
     that is reniced and re-pinned while it waits, nor by 50 children
     forked by a FIFO task. B and C are gap-measuring hogs (hog.py): the end
     of the longest gap each saw is when it first ran after being woken."""
-    d = Daemon(out, "fifo-order", [])
+    d = Daemon(out, "fifo-order", ["--stats-interval", "2", "--top", "100"])
     gb, gc = os.path.join(out, "b-gap.json"), os.path.join(out, "c-gap.json")
     a = spawn_hog(0, cpus=1)
     keep0 = spawn_hog(0, cpus=0)
@@ -547,6 +547,9 @@ def scenario_fifo_order(out):
                                "time.sleep(3600)\n"])
     time.sleep(8)
     state = sched_state()
+    # The scheduler's own record of B's longest wait, runnable to running.
+    time.sleep(2.2)
+    rows_b = stats_rows(d.stdout(), b.pid)
     run_cmd(["pkill", "-KILL", "-P", str(forker.pid)])
     kill_all([a, keep0, b, c, forker])
     rc = d.stop()
@@ -558,6 +561,7 @@ def scenario_fifo_order(out):
         "b_before_c": bool(fb) and bool(fc) and fb <= fc,
         "c_wait": (fc - t_b) if fc else None,
         "b_gap": rb.get("second_gap_s", 99.0),
+        "b_max_wait": rows_b[-1]["max_wait"] if rows_b else 99.0,
         "state_during": state, "rc": rc, "totals": final_totals(d.stdout()),
         "stderr": d.stderr()[-3000:],
     }
