@@ -161,7 +161,7 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 {
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	u32 llc = llc_of(cpu);
-	u64 slice = task_slice(pctx, cfg, cpu, llc), step = cfg->slice_ns, ran;
+	u64 slice = task_slice(pctx, cfg, cpu, llc), step = cfg->slice_ns;
 
 	/*
 	 * A renewed turn moves the LLC's clock too, as far as the task's own
@@ -171,9 +171,8 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 	 * s alone, a hog got 3% of its CPU for seconds beside a newcomer.
 	 */
 	if (pctx->class == CLASS_RR) {
-		ran = now > pctx->turn_start_ns ? now - pctx->turn_start_ns : 0;
-		if (vtime_cost(ran, pctx->weight) > step)
-			step = vtime_cost(ran, pctx->weight);
+		if (turn_cost(pctx, now) > step)
+			step = turn_cost(pctx, now);
 		advance_llc_clock(llc, pctx->vtime, step);
 	}
 	scx_bpf_task_set_slice(prev, slice);

@@ -294,6 +294,18 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 }
 
 /*
+ * The vtime cost of @tctx's turn so far (since turn_begin()), whether or
+ * not the kernel has charged it yet (it brings a running task's runtime up
+ * to date only at ticks).
+ */
+static u64 turn_cost(const struct task_ctx *tctx, u64 now)
+{
+	if (!tctx->turn_start_ns || now <= tctx->turn_start_ns)
+		return 0;
+	return vtime_cost(now - tctx->turn_start_ns, tctx->weight);
+}
+
+/*
  * Return true if RR task @prev may keep @cpu for another turn of @slice_ns:
  * that turn's deadline is still the earliest among the queued tasks that
  * may run on @cpu. Tasks pinned elsewhere in the LLC do not count (with
@@ -308,16 +320,12 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 static bool rr_keep_prev(struct task_ctx *pctx, s32 cpu, u32 llc, u64 now,
 			 u64 slice_ns)
 {
-	u64 vtime = pctx->vtime, est, dl;
+	u64 vtime = pctx->turn_vtime + turn_cost(pctx, now), dl;
 	struct task_struct *head;
 	u32 seen = 0;
 
-	if (pctx->turn_start_ns && now > pctx->turn_start_ns) {
-		est = pctx->turn_vtime +
-		      vtime_cost(now - pctx->turn_start_ns, pctx->weight);
-		if (est > vtime)
-			vtime = est;
-	}
+	if (vtime < pctx->vtime)
+		vtime = pctx->vtime;
 	dl = rr_deadline(vtime, slice_ns, pctx->weight);
 	bpf_for_each(scx_dsq, head, dsq_id(DSQ_RR, llc), 0) {
 		if (dl <= head->scx.dsq_vtime)
