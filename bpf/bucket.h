@@ -7,8 +7,8 @@
  * takes tokens; at each period boundary quota_ns is added back, capped at
  * one quota plus the burst (no burst: no saving up across idle periods)
  * plus what a hungry period could not use (bw_refill()). Overrun turns
- * into debt that later periods pay off, so a task's long-run share is exactly
- * quota/period even though a slice only ends at the next tick. The debt is
+ * into debt that later periods pay off, so a task's long-run share is
+ * exactly quota/period even though a slice only ends at the next tick. The debt is
  * capped so that no task stays throttled for more than MAX_THROTTLE_NS,
  * well inside the kernel watchdog.
  *
@@ -76,18 +76,18 @@ BW_FN void bw_smooth(const struct bw_limit *l, u64 max_stall_ns,
  * and still ended with tokens left lost them to the scheduler, not to a
  * lack of work: its release came late or its tasks waited behind others
  * (timers and vCPUs late under load, up to a few periods). The next
- * period keeps up to a quota of them; so does a period that used a whole quota and part of such a
- * carry (late again), so the carry only shrinks along a chain and never
- * exceeds a quota. A period that leaves its quota unused keeps nothing,
- * so an idle or lightly used group never saves. Nothing is granted that a period did not
- * leave unused, so the long-run share stays quota/period, now also when
- * releases are late (without it a 2 ms/10 ms group got 98.3-99.3% of its
- * quota with the host loaded).
+ * period keeps up to a quota of them; so does a period that used a whole
+ * quota and part of such a carry (late again), so the carry only shrinks
+ * along a chain and never exceeds a quota. A period that leaves its quota
+ * unused keeps nothing, so an idle or lightly used group never saves.
+ * Nothing is granted that a period did not leave unused, so the long-run
+ * share stays quota/period, now also when releases are late (without it
+ * a 2 ms/10 ms group got 97.8-99.3% of its quota with the host loaded).
  */
 BW_FN void bw_refill(struct bw_bucket *b, u64 now, const struct bw_limit *l)
 {
 	u64 n, room, keep = 0, cap = l->quota_ns + l->burst_ns;
-	s64 used, left;
+	s64 drawn, used, left;
 
 	if (!b->period_start_ns) {
 		b->period_start_ns = now;
@@ -102,9 +102,8 @@ BW_FN void bw_refill(struct bw_bucket *b, u64 now, const struct bw_limit *l)
 		return;
 	b->period_start_ns += n * l->period_ns;
 	/* Saved quota drawn on (overrun into debt is not a burst). */
-	used = b->snap_ns - b->tokens_ns;
-	if (used > b->snap_ns)
-		used = b->snap_ns;
+	drawn = b->snap_ns - b->tokens_ns;
+	used = drawn > b->snap_ns ? b->snap_ns : drawn;
 	if (used > (s64)(l->quota_ns + b->carry_ns)) {
 		b->nr_bursts++;
 		b->burst_ns += (u64)used - l->quota_ns - b->carry_ns;
@@ -116,7 +115,7 @@ BW_FN void bw_refill(struct bw_bucket *b, u64 now, const struct bw_limit *l)
 	 */
 	if (n <= BW_CARRY_MAX_PERIODS &&
 	    (b->hungry ||
-	     (n == 1 && b->snap_ns - b->tokens_ns >= (s64)l->quota_ns))) {
+	     (n == 1 && drawn >= (s64)l->quota_ns))) {
 		left = b->tokens_ns + (s64)((n - 1) * l->quota_ns) -
 		       (s64)l->burst_ns;
 		if (left > 0)

@@ -161,7 +161,7 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 {
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	u32 llc = llc_of(cpu);
-	u64 slice = task_slice(pctx, cfg, cpu, llc), step = cfg->slice_ns;
+	u64 slice = task_slice(pctx, cfg, cpu, llc), step = cfg->slice_ns, cost;
 
 	/*
 	 * A renewed turn moves the LLC's clock too, as far as the task's own
@@ -171,8 +171,9 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 	 * s alone, a hog got 3% of its CPU for seconds beside a newcomer.
 	 */
 	if (pctx->class == CLASS_RR) {
-		if (turn_cost(pctx, now) > step)
-			step = turn_cost(pctx, now);
+		cost = turn_cost(pctx, now);
+		if (cost > step)
+			step = cost;
 		advance_llc_clock(llc, pctx->vtime, step);
 	}
 	scx_bpf_task_set_slice(prev, slice);
