@@ -63,6 +63,8 @@ enum consts {
 
 	/* CPU ids a wakeup looks at for a turn to preempt in its LLC. */
 	PREEMPT_SCAN_CPUS	= 64,
+	/* Credit a waking RR task keeps for its sleep, in slices (rr_wake()). */
+	SLEEP_CREDIT_SLICES	= 4,
 	/* Queued tasks rr_keep_prev() reads for one that may run here. */
 	KEEP_SCAN_TASKS		= 16,
 	WAIT_AVG_SHIFT		= 4,	/* fixed point of llc_ctx.waiting_avg */

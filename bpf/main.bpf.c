@@ -20,14 +20,16 @@
  *    runtime * 100 / p->scx.weight. They are queued by the virtual
  *    deadline of their next turn (vtime + slice * 100 / weight, as EEVDF
  *    picks), so the CPU splits by weight and a nice 0 task is not kept
- *    behind a nice 5 task's long virtual turn. A turn is slice_ns (split
- *    mode: divided by the RR tasks waiting per CPU of the LLC, plus one),
- *    decided when the turn starts. A waking RR task preempts the running
- *    RR turn with the latest deadline later than its own, on its CPU or
- *    else in its LLC. A CPU going idle looks at its queues once more
- *    (ops.update_idle()), so no wakeup is lost to the moment between its
- *    last dispatch and its idle mark. A per-CPU BPF timer ends a slice that expires
- *    between two ticks, so slices are honored to well under a tick.
+ *    behind a nice 5 task's long virtual turn. A task that wakes keeps at
+ *    most SLEEP_CREDIT_SLICES slices of credit for its sleep (its queue
+ *    key at most one). A turn is slice_ns (split mode: divided by the RR
+ *    tasks waiting per CPU of the LLC, plus one), decided when the turn
+ *    starts. A waking RR task preempts the running RR turn with the
+ *    latest deadline later than its own, on its CPU or else in its LLC.
+ *    A CPU going idle looks at its queues once more (ops.update_idle()),
+ *    so no wakeup is lost to the moment between its last dispatch and its
+ *    idle mark. A per-CPU BPF timer ends a slice that expires between two
+ *    ticks, so slices are honored to well under a tick.
  *
  * Queue layout. Every LLC has four dispatch queues, DSQ id (llc << 2) |
  * kind: URGENT (FIFO order), FIFO (FIFO order), RR (deadline order) and
@@ -226,6 +228,7 @@ s32 BPF_STRUCT_OPS(fairquota_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (refresh_task(p, tctx, &cfg, now))
 		return cpu;
 	set_task_llc(tctx, llc_of(cpu));
+	rr_wake(tctx, &cfg);
 	tctx->enq_at_ns = now;
 	tctx->fifo_head = tctx->to_tail = false;
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cfg.slice_ns, 0);
@@ -262,6 +265,8 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	set_task_llc(tctx, llc);
+	if (enq_flags & SCX_ENQ_WAKEUP)
+		rr_wake(tctx, &cfg);
 	/*
 	 * Only a FIFO task preempted while running (ops.stopping() set
 	 * fifo_head; a yield clears it) resumes at the head. Both marks are

@@ -172,6 +172,8 @@ def test_weight_split(binary, tmp_path):
          ">= 40%", r["join_first"][0] >= 0.40),
         ("  its share over the next 2 s", pct(r["join_next"][0]), "50% +- 5",
          abs(r["join_next"][0] - 0.50) <= 0.05),
+        ("a hog stopped 3 s, then continued: its share, first 1 s", pct(r["wake_first"][0]),
+         "<= 60%", r["wake_first"][0] <= 0.60),
         ("state during", r["state_during"][0], "enabled", r["state_during"][0] == "enabled"),
         ("exit status after SIGTERM", r["rc"], "0", r["rc"] == 0),
         ("state after SIGTERM", r["after"][0], "disabled", r["after"][0] == "disabled"),

@@ -346,10 +346,16 @@ def scenario_weight(out):
     new = spawn_hog(0, cpus=1)
     join_first = measure([old.pid, new.pid], 1)
     join_next = measure([old.pid, new.pid], 2)
+    # A hog stopped for 3 s while another ran, then continued: it gets no
+    # more than a slice of credit for the time it slept, not 3 s.
+    os.kill(old.pid, signal.SIGSTOP)
+    time.sleep(3)
+    os.kill(old.pid, signal.SIGCONT)
+    wake_first = measure([old.pid, new.pid], 1)
     kill_all([old, new])
     rc = d.stop(signal.SIGTERM)
     return {"nice0_share": s0, "nice5_share": s5, "state_during": state, "rc": rc,
-            "join_first": join_first, "join_next": join_next,
+            "join_first": join_first, "join_next": join_next, "wake_first": wake_first,
             "after": sched_state(), "stderr": d.stderr()}
 
 
