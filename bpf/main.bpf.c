@@ -15,7 +15,8 @@
  *    wakeups, forks and requeues (renice, affinity) join the tail. A
  *    queued FIFO task preempts an RR task on its CPU (or, if that CPU
  *    runs FIFO work, another RR CPU of its LLC), never a per-CPU kernel
- *    thread.
+ *    thread; with no FIFO work waiting, ops.enqueue() puts it straight
+ *    on its CPU with SCX_ENQ_PREEMPT (no kick and dispatch round).
  *  - RR tasks carry a weighted virtual time: running costs
  *    runtime * 100 / p->scx.weight. They are queued by the virtual
  *    deadline of their next turn (vtime + slice * 100 / weight, as EEVDF
@@ -315,6 +316,8 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	if (tctx->class == CLASS_FIFO) {
 		if (head)
 			enq_flags |= SCX_ENQ_HEAD;
+		else if (fifo_preempt_local(p, tctx, &cfg, llc, enq_flags))
+			return;
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_FIFO, llc), cfg.slice_ns,
 				   enq_flags);
 		preempt_or_kick(p, tctx, &cfg, 0, enq_flags);

@@ -317,6 +317,35 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 }
 
 /*
+ * FIFO task @p, queued behind no FIFO or urgent work of its LLC, goes
+ * straight to the local queue of its CPU with SCX_ENQ_PREEMPT when the
+ * turn running there may be preempted (may_preempt()): the kernel ends
+ * that turn at once, as the default scheduler's wakeup preemption does,
+ * without a kick and a dispatch round first. ops.enqueue() holds that
+ * CPU's rq lock, so the turn read from its cpu_ctx cannot change under
+ * us; a task already on its local queue (a per-CPU kernel thread) keeps
+ * its place. Return true if @p was queued.
+ */
+static bool fifo_preempt_local(struct task_struct *p, struct task_ctx *tctx,
+			       const struct fq_config *cfg, u32 llc,
+			       u64 enq_flags)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
+	u64 dl;
+
+	if (!cctx || !may_preempt(cctx, tctx, 0, enq_flags, &dl) ||
+	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) ||
+	    scx_bpf_dsq_nr_queued(dsq_id(DSQ_FIFO, llc)) ||
+	    scx_bpf_dsq_nr_queued(dsq_id(DSQ_URGENT, llc)))
+		return false;
+	stat_inc(CNT_WAKE_PREEMPT);
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cfg->slice_ns,
+			   enq_flags | SCX_ENQ_PREEMPT);
+	return true;
+}
+
+/*
  * The vtime cost of @tctx's turn so far (since turn_begin()), whether or
  * not the kernel has charged it yet (it brings a running task's runtime up
  * to date only at ticks).
