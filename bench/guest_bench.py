@@ -163,7 +163,12 @@ def main():
         res[part] = runs[part]()
     if sched:
         res["bpf"] = bpf_costs()
-        res["ops"] = open("/sys/kernel/sched_ext/root/ops").read().strip()
+        # A scheduler the kernel ejected has no root/ops left: record it
+        # (the report shows its state and exit status) and go on.
+        try:
+            res["ops"] = open("/sys/kernel/sched_ext/root/ops").read().strip()
+        except OSError:
+            res["ops"] = None
         res["state_at_end"] = state()
         sched.send_signal(signal.SIGINT)
         res["sched_rc"] = sched.wait(60)
