@@ -81,10 +81,11 @@ static bool refresh_task(const struct task_struct *p, struct task_ctx *tctx,
  * Charge the CPU time the running task @p used since its last charge: total
  * runtime, RR vtime and, if limited, its bandwidth bucket. CPU time is the
  * kernel's own p->se.sum_exec_runtime (IRQ time excluded), the clock of
- * /proc/PID/schedstat and cgroup cpu.stat.
+ * /proc/PID/schedstat and cgroup cpu.stat. @turn_end: its turn ends and it
+ * is still runnable (bw_turn_end()).
  */
 static void charge(const struct task_struct *p, struct task_ctx *tctx,
-		   const struct fq_config *cfg, u64 now)
+		   const struct fq_config *cfg, u64 now, bool turn_end)
 {
 	u64 exec = p->se.sum_exec_runtime;
 	u64 delta = exec > tctx->last_exec_ns ? exec - tctx->last_exec_ns : 0;
@@ -100,8 +101,10 @@ static void charge(const struct task_struct *p, struct task_ctx *tctx,
 		task_limit(cfg, &l);
 		if (fq_bw_charge_span(&tctx->bw, now - delta, now, &l))
 			stat_inc(CNT_THROTTLE);
+		if (turn_end)
+			bw_turn_end(&tctx->bw, delta);
 	}
-	if (tctx->nr_cg && cg_charge(tctx, cfg, now, delta))
+	if (tctx->nr_cg && cg_charge(tctx, cfg, now, delta, turn_end))
 		stat_inc(CNT_CG_THROTTLE);
 }
 

@@ -262,11 +262,14 @@ static u64 cg_scan(const struct task_ctx *tctx, u64 now, s64 *tokens)
  * Charge the runtime [@now - @delta, @now) to limited cgroup @id, under its
  * lock, by its limit as smooth mode (@max_stall_ns) enforces it (@delta 0:
  * only bring the bucket up to @now's period). A group whose bucket runs dry
- * is throttled until its release time. Return 1 if this charge ran it dry.
+ * is throttled until its release time. @turn_end: the charge ends a turn
+ * whose task is still runnable (bw_turn_end()). Return 1 if this charge
+ * ran it dry.
  * A global function: the verifier checks it once, not once per charge
  * point and path.
  */
-__noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta)
+__noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta,
+			    int turn_end)
 {
 	struct bw_limit *lim, l;
 	struct cg_state *st;
@@ -280,6 +283,8 @@ __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta)
 	bw_smooth(lim, max_stall_ns, &l);
 	bpf_spin_lock(&st->lock);
 	dry = bw_charge_span(&st->u.bw, now - delta, now, &l);
+	if (turn_end)
+		bw_turn_end(&st->u.bw, delta);
 	st->u.usage_ns += delta;
 	if (bw_throttled(&st->u.bw)) {
 		until = bw_release_at(&st->u.bw, &l);
@@ -298,10 +303,10 @@ __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta)
 /*
  * Charge the runtime [@now - @delta, @now) to every limited cgroup on
  * @tctx's path (@delta 0: a refill, so that cg_scan() reads this period's
- * tokens). Return true if one ran dry.
+ * tokens; @turn_end as fq_cg_charge_one()). Return true if one ran dry.
  */
 static bool cg_charge(const struct task_ctx *tctx, const struct fq_config *cfg,
-		      u64 now, u64 delta)
+		      u64 now, u64 delta, bool turn_end)
 {
 	bool dry_any = false;
 	u32 i;
@@ -310,7 +315,7 @@ static bool cg_charge(const struct task_ctx *tctx, const struct fq_config *cfg,
 		if (i >= tctx->nr_cg)
 			break;
 		if (fq_cg_charge_one(tctx->cg_ids[i & (MAX_TASK_CGROUPS - 1)],
-				     cfg->max_stall_ns, now, delta))
+				     cfg->max_stall_ns, now, delta, turn_end))
 			dry_any = true;
 	}
 	return dry_any;
@@ -332,7 +337,7 @@ __noinline u64 fq_cg_release_wait(u64 id, u64 max_stall_ns, u64 slice_ns,
 
 	if (!slice_ns)
 		return 0;
-	fq_cg_charge_one(id, max_stall_ns, now, 0);
+	fq_cg_charge_one(id, max_stall_ns, now, 0, 0);
 	st = bpf_map_lookup_elem(&cgroup_states, &id);
 	if (!st || !cg_limit_of(id))
 		return 0;

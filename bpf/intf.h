@@ -170,6 +170,7 @@ struct bw_bucket {
 	u64 burst_ns;		/* runtime used beyond the quota, in total */
 	u64 carry_ns;		/* tokens this period kept from a hungry one */
 	u64 hungry;		/* the last period began with all used up */
+	u64 owed;		/* periods since it was throttled + 1 (0: not) */
 };
 
 /*

@@ -345,7 +345,7 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 		pctx = try_lookup_task_ctx(prev);
 	if (pctx) {
 		/* Charge @prev so far before judging its quota. */
-		charge(prev, pctx, &cfg, now);
+		charge(prev, pctx, &cfg, now, true);
 		keep = !refresh_task(prev, pctx, &cfg, now);
 	}
 
@@ -387,7 +387,7 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 	if (!tctx)
 		return;
 	read_config(&cfg);
-	charge(p, tctx, &cfg, now);
+	charge(p, tctx, &cfg, now, false);
 
 	/* Urgent work in this LLC: give way now (see guard.bpf.h). */
 	if (urgent_waiting(llc_of(scx_bpf_task_cpu(p)))) {
@@ -483,7 +483,7 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 		return;
 	read_config(&cfg);
 	now = bpf_ktime_get_ns();
-	charge(p, tctx, &cfg, now);
+	charge(p, tctx, &cfg, now, runnable);
 	trace_task(TRACE_STOP, p, tctx, runnable, now);
 	/* A FIFO task preempted while running resumes at the head. */
 	tctx->fifo_head = runnable && tctx->class == CLASS_FIFO &&

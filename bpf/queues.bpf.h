@@ -100,7 +100,7 @@ static u64 cg_slice_cap(const struct task_ctx *tctx,
 	if (!tctx->nr_cg)
 		return slice;
 	/* Tokens of this period, not of the last charge's. */
-	cg_charge(tctx, cfg, bpf_ktime_get_ns(), 0);
+	cg_charge(tctx, cfg, bpf_ktime_get_ns(), 0, false);
 	cg_scan(tctx, 0, &t);
 	if (t <= 0)
 		return 0;

@@ -455,6 +455,7 @@ mod tests {
                 burst_ns: 3_000_000,
                 carry_ns: 0,
                 hungry: 0,
+                owed: 0,
             },
             usage_ns: 2_000_000_000,
             throttled_until_ns: 0,

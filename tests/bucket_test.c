@@ -168,6 +168,12 @@ static void late_releases_keep_exact_share(void)
 {
 	check_share(simulate_share(2 * MS, 10 * MS, 12 * MS), 0.20);
 	check_share(simulate_share(1 * MS, 10 * MS, 15 * MS), 0.10);
+	/* more than a period late (owed): 0.93 and 0.86 before */
+	check_share(simulate_share(1 * MS, 10 * MS, 30 * MS), 0.10);
+	check_share(simulate_share(5 * MS, 10 * MS, 20 * MS), 0.50);
+	check_share(simulate_share(1 * MS, 10 * MS, 60 * MS), 0.10);
+	check_share(simulate_share(5 * MS, 10 * MS, 40 * MS), 0.50);
+	check_share(simulate_share(20 * MS, 100 * MS, 80 * MS), 0.20);
 }
 
 /*
@@ -189,10 +195,11 @@ static void carry_only_from_hungry_periods(void)
 	bw_refill(&b, 1 + 30 * MS, L(2 * MS, 10 * MS));
 	CHECK(b.tokens_ns == 2500 * 1000);
 	CHECK(b.nr_bursts == 0);
-	bw_charge(&b, 2500 * 1000, L(2 * MS, 10 * MS)); /* all drawn */
+	/* the quota and part of the carry: hungry, not throttled */
+	bw_charge(&b, 2200 * 1000, L(2 * MS, 10 * MS));
 	bw_refill(&b, 1 + 40 * MS, L(2 * MS, 10 * MS));
 	CHECK(b.nr_bursts == 0);
-	CHECK(b.tokens_ns == 2 * (s64)MS);
+	CHECK(b.tokens_ns == 2300 * 1000);
 	/* hungry again but idle: one period keeps its 2 ms, then no more */
 	bw_refill(&b, 1 + 50 * MS, L(2 * MS, 10 * MS));
 	CHECK(b.tokens_ns == 4 * (s64)MS);
@@ -204,11 +211,14 @@ static void carry_only_from_hungry_periods(void)
 	bw_charge(&b, 1 * MS, L(2 * MS, 10 * MS));
 	bw_refill(&b, 1 + 80 * MS, L(2 * MS, 10 * MS));
 	CHECK(b.tokens_ns == 2 * (s64)MS);
-	/* a hungry period whose turn came a whole period late: a quota kept */
+	/*
+	 * a throttled period whose turn came a whole period late: the tokens
+	 * of both periods it waited through are kept (owed)
+	 */
 	bw_charge(&b, 2 * MS, L(2 * MS, 10 * MS));
 	bw_refill(&b, 1 + 90 * MS, L(2 * MS, 10 * MS));
 	bw_refill(&b, 1 + 110 * MS, L(2 * MS, 10 * MS));
-	CHECK(b.tokens_ns == 4 * (s64)MS);
+	CHECK(b.tokens_ns == 6 * (s64)MS);
 	/* but not after a longer gap (idle) */
 	bw_charge(&b, 4 * MS, L(2 * MS, 10 * MS));
 	bw_refill(&b, 1 + 120 * MS, L(2 * MS, 10 * MS));
@@ -242,11 +252,67 @@ static void span_is_split_at_period_boundaries(void)
 	struct bw_bucket b = { 0 };
 
 	bw_refill(&b, 1000, L(2 * MS, 10 * MS)); /* period [1000, 1000 + 10ms) */
-	/* 3 ms run starting 1 ms before the boundary: 1 ms old, 2 ms new */
-	CHECK(bw_charge_span(&b, 1000 + 9 * MS, 1000 + 12 * MS, L(2 * MS, 10 * MS)) == 1);
+	/*
+	 * 3 ms run starting 1 ms before the boundary: 1 ms old, 2 ms new;
+	 * the old period's other 1 ms is kept, as the run went on across
+	 * its end (owed, bw_refill()).
+	 */
+	CHECK(bw_charge_span(&b, 1000 + 9 * MS, 1000 + 12 * MS, L(2 * MS, 10 * MS)) == 0);
 	CHECK(b.period_start_ns == 1000 + 10 * MS);
-	CHECK(b.tokens_ns == 0);
+	CHECK(b.tokens_ns == 1 * (s64)MS);
 	CHECK(b.nr_periods == 2);
+	/* 1.5 ms more, 1 ms after the next end: the 0.5 ms left is kept */
+	CHECK(bw_charge_span(&b, 1000 + 19 * MS + MS / 2, 1000 + 21 * MS,
+			     L(2 * MS, 10 * MS)) == 0);
+	CHECK(b.tokens_ns == 1500 * 1000);
+	CHECK(b.nr_periods == 3);
+}
+
+/*
+ * Owed: a throttled bucket's release came late, more than a period: the
+ * tokens of every period it waited through are kept, up to
+ * bw_owed_periods() quotas, counted from the period its debt is paid in;
+ * a longer wait (its tasks went idle) keeps nothing.
+ */
+static void owed_tokens_survive_late_releases(void)
+{
+	struct bw_bucket b = { 0 };
+	const u64 p = 10 * MS;
+	u64 w, k;
+
+	bw_refill(&b, 1, L(1 * MS, p));
+	bw_charge(&b, 3 * MS, L(1 * MS, p)); /* 2 ms of debt: throttled */
+	CHECK(b.owed == 1);
+	bw_refill(&b, 1 + 3 * p, L(1 * MS, p)); /* paid: 1 ms at its release */
+	CHECK(b.tokens_ns == 1 * (s64)MS);
+	/* the turn comes 2.5 periods late: the 3 periods' tokens kept */
+	bw_refill(&b, 1 + 5 * p + p / 2, L(1 * MS, p));
+	CHECK(b.tokens_ns == 3 * (s64)MS);
+	CHECK(b.nr_bursts == 0);
+	/* it runs them all, throttled again, then goes idle: the window */
+	bw_charge(&b, 3 * MS, L(1 * MS, p));
+	CHECK(b.owed == 1);
+	bw_refill(&b, 1 + 6 * p, L(1 * MS, p));
+	CHECK(b.tokens_ns == 1 * (s64)MS);
+	w = bw_owed_periods(L(1 * MS, p));
+	CHECK(w == BW_OWED_MAX_PERIODS);
+	for (k = 1; k <= w; k++)
+		bw_refill(&b, 1 + (6 + k) * p, L(1 * MS, p));
+	CHECK(b.tokens_ns == (s64)(1 + w) * (s64)MS);
+	bw_refill(&b, 1 + (7 + w) * p, L(1 * MS, p));
+	CHECK(b.owed == 0);
+	CHECK(b.tokens_ns == 1 * (s64)MS);
+	/* a run that leaves tokens is not owed */
+	bw_charge(&b, MS / 2, L(1 * MS, p));
+	CHECK(b.owed == 0);
+	/* ... unless its turn ended runnable with a few of them left */
+	bw_turn_end(&b, MS / 2);
+	CHECK(b.owed == 0);
+	bw_charge(&b, MS * 4 / 10, L(1 * MS, p));
+	bw_turn_end(&b, MS * 4 / 10);
+	CHECK(b.owed == 1);
+	bw_refill(&b, 1 + (9 + w) * p + 1, L(1 * MS, p)); /* waited a period */
+	CHECK(b.tokens_ns == 2 * (s64)MS + (s64)MS / 10);
 }
 
 static void park_accounts_throttled_time(void)
@@ -366,6 +432,7 @@ int main(void)
 	late_starts_keep_exact_share();
 	late_releases_keep_exact_share();
 	carry_only_from_hungry_periods();
+	owed_tokens_survive_late_releases();
 	park_accounts_throttled_time();
 	burst_saves_unused_quota();
 	burst_drawn_late_is_counted_whole();
