@@ -22,8 +22,8 @@
  *    deadline of their next turn (vtime + slice * 100 / weight, as EEVDF
  *    picks), so the CPU splits by weight and a nice 0 task is not kept
  *    behind a nice 5 task's long virtual turn. A task that wakes keeps at
- *    most SLEEP_CREDIT_SLICES slices of credit for its sleep (its queue
- *    key at most one). A turn is slice_ns (split mode: divided by the RR
+ *    most SLEEP_CREDIT_SLICES slices of credit for its sleep, and a
+ *    queued task as much lag in its queue key. A turn is slice_ns (split mode: divided by the RR
  *    tasks waiting per CPU of the LLC, plus one), decided when the turn
  *    starts. A waking RR task preempts the running RR turn with the
  *    latest deadline later than its own, on its CPU or else in its LLC.
@@ -60,7 +60,9 @@
  * not exiting, not the daemon) may use at most quota_ns per period_ns when
  * quota_ns != 0. Runtime is charged from ops.tick(), ops.dispatch() and
  * ops.stopping() into the task's bucket, always under the task's rq lock.
- * A turn never exceeds the tokens left. A task out of tokens is parked on
+ * A turn never exceeds the tokens left; tokens a busy bucket could not
+ * use because its release or turn came late are kept for a few periods
+ * (bucket.h: the carry, owed buckets). A task out of tokens is parked on
  * its LLC's THROTTLED queue, keyed by its release time; SCX_OPS_ENQ_LAST
  * parks even the last runnable task of a CPU. The LLC's timer releases
  * due tasks (it is armed for the earliest release through a

@@ -183,11 +183,11 @@ static u64 credited_vtime(const struct task_ctx *tctx, u64 credit_ns)
  * for the time it slept. Only its queue key had a limit before, and
  * rr_keep_prev() and preemption read the vtime, so a task that had slept
  * 3 s beside a hog then kept its CPU for a second (96% instead of half).
- * The limit is looser than the queue key's (one slice): a task placed
- * right behind the LLC's clock at every wakeup pushes the clock on with
- * every longer run (the clock follows the running tasks), and the tasks
- * pinned to another CPU lost their lag to it (their 75/25 weighted split
- * came out at 64-77%).
+ * The queue key (rr_key()) has the same limit. With one slice, a task
+ * placed right behind the LLC's clock at every wakeup pushed the clock on
+ * with every longer run (the clock follows the running tasks), and the
+ * tasks pinned to another CPU lost their lag to it (their 75/25 weighted
+ * split came out at 64-77%).
  */
 static void rr_wake(struct task_ctx *tctx, const struct fq_config *cfg)
 {
