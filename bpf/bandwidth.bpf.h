@@ -282,16 +282,20 @@ static void park(struct task_struct *p, struct task_ctx *tctx,
 
 /*
  * A parked task runs again: account the time it spent throttled (up to its
- * release, not the queueing after it). Called from ops.running().
+ * release, not the queueing after it), and limit an RR task's lag as its
+ * release key was (rr_release_key()). Called from ops.running(), under
+ * the task's rq lock.
  */
 static void unpark(const struct task_struct *p, struct task_ctx *tctx,
-		   u64 now)
+		   const struct fq_config *cfg, u64 now)
 {
 	u64 end = now < tctx->release_at_ns ? now : tctx->release_at_ns;
 
 	if (!tctx->parked)
 		return;
 	tctx->parked = false;
+	if (tctx->class == CLASS_RR)
+		rr_requeue(tctx, cfg);
 	bw_unpark(&tctx->bw, end);
 	trace_task(TRACE_RELEASE, p, tctx, 0, end);
 }
@@ -339,8 +343,9 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
 					 dsq_id(DSQ_FIFO, llc), 0);
 		} else {
 			if (tctx)
-				scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
-							   rr_key(tctx, cfg));
+				scx_bpf_dsq_move_set_vtime(
+					BPF_FOR_EACH_ITER,
+					rr_release_key(tctx, cfg));
 			scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p,
 					       dsq_id(DSQ_RR, llc), 0);
 		}
@@ -375,7 +380,8 @@ static void cg_release(struct bpf_iter_scx_dsq *it, struct task_struct *p,
 		ok = scx_bpf_dsq_move(it, p, dsq_id(DSQ_FIFO, llc), 0);
 	} else {
 		if (tctx)
-			scx_bpf_dsq_move_set_vtime(it, rr_key(tctx, cfg));
+			scx_bpf_dsq_move_set_vtime(it,
+						   rr_release_key(tctx, cfg));
 		ok = scx_bpf_dsq_move_vtime(it, p, dsq_id(DSQ_RR, llc), 0);
 	}
 	if (ok)

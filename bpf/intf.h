@@ -65,6 +65,8 @@ enum consts {
 	PREEMPT_SCAN_CPUS	= 64,
 	/* Credit a waking RR task keeps for its sleep, in slices (rr_wake()). */
 	SLEEP_CREDIT_SLICES	= 4,
+	/* Lag a queued RR task keeps while it stays runnable (rr_requeue()). */
+	RUNNABLE_LAG_SLICES	= 32,
 	/* Queued tasks rr_keep_prev() reads for one that may run here. */
 	KEEP_SCAN_TASKS		= 16,
 	WAIT_AVG_SHIFT		= 4,	/* fixed point of llc_ctx.waiting_avg */

@@ -22,9 +22,11 @@
  *    deadline of their next turn (vtime + slice * 100 / weight, as EEVDF
  *    picks), so the CPU splits by weight and a nice 0 task is not kept
  *    behind a nice 5 task's long virtual turn. A task that wakes keeps at
- *    most SLEEP_CREDIT_SLICES slices of credit for its sleep, and a
- *    queued task as much lag in its queue key. A turn is slice_ns (split mode: divided by the RR
- *    tasks waiting per CPU of the LLC, plus one), decided when the turn
+ *    most SLEEP_CREDIT_SLICES slices of credit for its sleep; one that
+ *    stays runnable (or waits throttled) keeps its lag up to
+ *    RUNNABLE_LAG_SLICES slices behind the LLC's clock. A turn is
+ *    slice_ns (split mode: divided by the RR tasks waiting per CPU of the
+ *    LLC, plus one), decided when the turn
  *    starts. A waking RR task preempts the running RR turn with the
  *    latest deadline later than its own, on its CPU or else in its LLC.
  *    A CPU going idle looks at its queues once more (ops.update_idle()),
@@ -270,6 +272,8 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	set_task_llc(tctx, llc);
 	if (enq_flags & SCX_ENQ_WAKEUP)
 		rr_wake(tctx, &cfg);
+	else
+		rr_requeue(tctx, &cfg);
 	/*
 	 * Only a FIFO task preempted while running (ops.stopping() set
 	 * fifo_head; a yield clears it) resumes at the head. Both marks are
@@ -417,7 +421,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	/* Before the refresh: its groups as they were when it was released. */
 	cg_release_done(tctx);
 	throttled = refresh_task(p, tctx, &cfg, now);
-	unpark(p, tctx, now);
+	unpark(p, tctx, &cfg, now);
 	set_task_llc(tctx, llc);
 	tctx->last_exec_ns = p->se.sum_exec_runtime;
 	tctx->fifo_head = false;

@@ -180,14 +180,10 @@ static u64 credited_vtime(const struct task_ctx *tctx, u64 credit_ns)
 
 /*
  * @tctx wakes up: it keeps at most SLEEP_CREDIT_SLICES slices of credit
- * for the time it slept. Only its queue key had a limit before, and
- * rr_keep_prev() and preemption read the vtime, so a task that had slept
- * 3 s beside a hog then kept its CPU for a second (96% instead of half).
- * The queue key (rr_key()) has the same limit. With one slice, a task
- * placed right behind the LLC's clock at every wakeup pushed the clock on
- * with every longer run (the clock follows the running tasks), and the
- * tasks pinned to another CPU lost their lag to it (their 75/25 weighted
- * split came out at 64-77%).
+ * for the time it slept. The vtime itself moves, so the queue key,
+ * rr_keep_prev() and preemption all read the same value (with only the
+ * key limited, a task that had slept 3 s beside a hog kept its CPU for a
+ * second: 96% instead of half).
  */
 static void rr_wake(struct task_ctx *tctx, const struct fq_config *cfg)
 {
@@ -196,15 +192,39 @@ static void rr_wake(struct task_ctx *tctx, const struct fq_config *cfg)
 }
 
 /*
- * RR queue key of @tctx: the deadline of its next turn, its lag limited to
- * SLEEP_CREDIT_SLICES slices behind the LLC's clock. With one slice, a
- * nice 0 task queued beside a nice 5 one lost lag whenever the nice 5
- * task's turn (3 slices of vtime) moved the clock: their 75/25 split came
- * out at 56-96% (7 runs); with 4 slices 68-75% (4 runs).
+ * @tctx is queued again without having slept (its turn ended, it was
+ * preempted or requeued, or its throttled wait ended): it keeps its lag,
+ * up to RUNNABLE_LAG_SLICES slices behind the LLC's clock. That is far
+ * more than the turns by which tasks sharing a CPU differ, so a weighted
+ * split is exact; but the clock follows the task furthest ahead, so tasks
+ * on a CPU busier than the others fall behind it, and the limit keeps
+ * them from holding a CPU for seconds once they meet the others. The
+ * vtime moves, not just the key: rr_keep_prev() reads it. With the key
+ * alone limited (to 1, then 4 slices), a nice 0 task beside a nice 5 one
+ * on one CPU got 56-96% instead of 75% from run to run.
  */
+static void rr_requeue(struct task_ctx *tctx, const struct fq_config *cfg)
+{
+	tctx->vtime = credited_vtime(tctx, RUNNABLE_LAG_SLICES *
+					   cfg->slice_ns);
+}
+
+/* RR queue key of @tctx: the deadline of its next turn. */
 static u64 rr_key(const struct task_ctx *tctx, const struct fq_config *cfg)
 {
-	return rr_deadline(credited_vtime(tctx, SLEEP_CREDIT_SLICES *
+	return rr_deadline(tctx->vtime, cfg->slice_ns, tctx->weight);
+}
+
+/*
+ * RR queue key of parked @tctx as its throttled wait ends: its lag limited
+ * as rr_requeue() does. The release runs in a timer without the task's rq
+ * lock, so only the key is limited here; unpark() moves the vtime when the
+ * task runs.
+ */
+static u64 rr_release_key(const struct task_ctx *tctx,
+			  const struct fq_config *cfg)
+{
+	return rr_deadline(credited_vtime(tctx, RUNNABLE_LAG_SLICES *
 						cfg->slice_ns),
 			   cfg->slice_ns, tctx->weight);
 }
