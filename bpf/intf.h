@@ -39,9 +39,14 @@ enum consts {
 	 * A task parked this long by its cgroup is released even if the
 	 * group is still throttled, to run for a moment (a zero slice): with
 	 * more runnable tasks in a group than its quota has turns for, this
-	 * keeps every one of them far from the kernel watchdog (30 s).
+	 * keeps every one of them clear of the kernel watchdog (30 s). Each
+	 * such turn costs a context switch charged to the group, so it comes
+	 * as late as the watchdog safely allows: a released task waits at most
+	 * about 2 s for its turn (the guard), which leaves 10 s of margin.
+	 * The park time is kept until the task runs (bw_park()), so being
+	 * released and parked again does not restart it.
 	 */
-	PARK_FORCE_MS		= 10000,
+	PARK_FORCE_MS		= 20000,
 	/* Bytes of the trace ring buffer (trace.bpf.h). */
 	TRACE_RB_BYTES		= 8 << 20,
 

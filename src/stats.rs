@@ -219,7 +219,7 @@ pub struct Metrics {
     pub cg_defer: u64,
     #[stat(desc = "CPUs going idle that found work queued meanwhile and went on")]
     pub idle_kick: u64,
-    #[stat(desc = "tasks released after 10 s parked although their cgroup was throttled")]
+    #[stat(desc = "tasks released after 20 s parked although their cgroup was throttled")]
     pub park_force: u64,
     #[stat(desc = "tasks parked on their LLC moved to their throttled cgroup's queue")]
     pub cg_adopt: u64,

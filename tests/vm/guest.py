@@ -979,7 +979,10 @@ def scenario_cgroup_scale(out):
         hogs[rel] = [spawn_hog(0)]
         move_to_cgroup(hogs[rel][0].pid, rel)
     time.sleep(3)
-    got = group_share([[h.pid for h in hogs[r]] for r in want], 8)
+    # 20 s: a window that starts and ends anywhere in a 100 ms period can
+    # cut one quota's burst, up to period/window of the share (1.25% over
+    # 8 s: g2000 measured 10.1%, over 1% rel, in a run; 0.5% over 20 s).
+    got = group_share([[h.pid for h in hogs[r]] for r in want], 20)
     res["shares"] = {r: [s, want[r]] for r, s in zip(want, got)}
     # Churn under that load: create, limit every 10th, remove.
     t0 = time.monotonic()
