@@ -114,7 +114,12 @@ fn descriptor(d: TrackDescriptor) -> TracePacket {
 /// (timestamp, order at equal timestamps, event): ends sort before begins.
 type Timed = (u64, u8, TrackEvent);
 
+/// A span of no length is left out: its end would sort before its begin
+/// (ends first at equal timestamps), and it would show nothing anyway.
 fn slice(out: &mut Vec<Timed>, track: u64, span: &Span, name: &str, category: &str) {
+    if span.end_ns <= span.start_ns {
+        return;
+    }
     out.push((
         span.start_ns,
         1,
@@ -272,5 +277,29 @@ mod tests {
         // Task 2's turn starts at 30, when task 1's ends: the end comes first.
         assert_eq!(evs[2].0, o + 30);
         assert_eq!(evs[2].1.r#type, Some(2));
+    }
+
+    #[test]
+    fn spans_of_no_length_are_left_out() {
+        // A turn and a throttled stretch that start and end at the same
+        // nanosecond (a CI trace had one: its end came before its begin).
+        let o = 1_000;
+        let evs = [
+            ev(o + 10, 1, Kind::Run, 0, false),
+            ev(o + 10, 1, Kind::Stop, 0, false),
+            ev(o + 20, 1, Kind::Throttle, 0, false),
+            ev(o + 20, 1, Kind::Release, 0, false),
+            ev(o + 20, 1, Kind::Run, 0, false),
+            ev(o + 50, 1, Kind::Stop, 0, false),
+        ];
+        let tl = Timeline::build(&evs, o, 100, 0);
+        let trace = Trace::decode(encode(&tl).as_slice()).unwrap();
+        let kinds: Vec<(u64, i32)> = trace
+            .packet
+            .iter()
+            .filter_map(|p| Some((p.timestamp?, p.track_event.as_ref()?.r#type?)))
+            .collect();
+        // One turn, 20..50, on the thread's track and the CPU's.
+        assert_eq!(kinds, [(o + 20, 1), (o + 20, 1), (o + 50, 2), (o + 50, 2)]);
     }
 }
