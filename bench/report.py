@@ -37,7 +37,10 @@ def main():
     print(f"- kernel: {kernel} (Debian sid, sched_ext), virtme-ng VM under single-threaded TCG")
     print(f"- date: {datetime.date.today().isoformat()}")
     print("- each column ran in the same VM boot, one after the other; ratios are "
-          "scx_fairquota / default (baseline = the build before core v2)\n")
+          "scx_fairquota / default (baseline = the build before core v2)")
+    print("- process sharing: k processes of 300 units of ~1 ms pinned to one CPU, 3 runs each; "
+          "throughput is k per second of the span from the first unit to the last (process "
+          "start-up not counted), both sharing columns are medians of the 3 runs\n")
     for cpus, r in res.items():
         d, f, b = r.get("default"), r.get("fairquota"), r.get("baseline")
         if not (d and f):

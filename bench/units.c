@@ -7,7 +7,8 @@
  * the longest time it was kept off the CPU while it had work.
  *
  * Usage: units calibrate UNIT_US      -> prints LOOPS
- *        units run UNITS LOOPS         -> prints "elapsed_s max_gap_s"
+ *        units run UNITS LOOPS         -> prints "elapsed_s max_gap_s start_s end_s"
+ * (start and end on CLOCK_MONOTONIC, comparable between processes).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,8 @@ int main(int argc, char **argv)
 			last = t;
 		}
 		/* The longest unit minus the shortest: time spent off the CPU. */
-		printf("%.6f %.6f\n", last - start, gap - unit_min);
+		printf("%.6f %.6f %.6f %.6f\n", last - start, gap - unit_min,
+		       start, last);
 		return 0;
 	}
 	fprintf(stderr, "usage: units calibrate UNIT_US | units run UNITS LOOPS\n");
