@@ -161,8 +161,9 @@ static __always_inline bool timer_arm(struct bpf_timer *timer, u64 *next_ns,
 }
 
 /*
- * Arm @lctx's timer for @when (if the start fails, the timer still runs
- * at least every SCAN_MAX_NS, which bounds the delay).
+ * Arm @lctx's timer for @when. If the start fails, the timer still fires
+ * at its earlier deadline (at most SCAN_QUIET_NS away), and a CPU's tick
+ * re-arms a timer that stopped (llc_timer_keep()).
  */
 static void llc_timer_arm(struct llc_ctx *lctx, u64 when)
 {

@@ -6,11 +6,18 @@
  * of the LLC serves before anything else (a running FIFO task gives way at
  * its next tick). Included by main.bpf.c only.
  *
- * Bounds: an RR task waits at most guard_ns + one timer interval (<= 20
- * ms) + one tick + the turns of the urgent tasks ahead of it; a FIFO task
- * the same with FIFO_MAX_WAIT_NS instead of guard_ns. The urgent queue
- * drains at one turn per CPU per slice, so with R tasks urgent at once on
- * C CPUs the last waits about R * slice / C more. Nothing depends on the
+ * While its LLC has nothing queued or parked (llc_quiet()), the timer runs
+ * once a second instead of every scan_interval(), so that an idle LLC is
+ * not woken 50 times a second; the next tick of a CPU of the LLC that sees
+ * a task queued brings it back to its fast rate (llc_timer_keep()). A task
+ * queued on a quiet LLC either finds an idle CPU there (which is kicked and
+ * runs it) or waits behind busy CPUs, whose ticks see it.
+ *
+ * Bounds: an RR task waits at most guard_ns + one tick (the re-arm) + one
+ * timer interval (<= 20 ms) + one tick + the turns of the urgent tasks
+ * ahead of it; a FIFO task the same with FIFO_MAX_WAIT_NS instead of
+ * guard_ns. The urgent queue drains at one turn per CPU per slice, so with
+ * R tasks urgent at once on C CPUs the last waits about R * slice / C more. Nothing depends on the
  * number of tasks, FIFO hogs or options beyond that.
  *
  * Copyright (c) 2026 The scx_fairquota authors
@@ -68,6 +75,52 @@ static void guard_scan(u32 llc, const struct fq_config *cfg, u64 now)
 {
 	age_queue(DSQ_RR, llc, cfg->guard_ns, now, CNT_GUARD);
 	age_queue(DSQ_FIFO, llc, FIFO_MAX_WAIT_NS, now, CNT_FIFO_ROTATE);
+}
+
+/* Return true if a task waits on @llc's class or urgent queues. */
+static bool llc_has_waiters(u32 llc)
+{
+	return scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)) > 0 ||
+	       scx_bpf_dsq_nr_queued(dsq_id(DSQ_FIFO, llc)) > 0 ||
+	       scx_bpf_dsq_nr_queued(dsq_id(DSQ_URGENT, llc)) > 0;
+}
+
+/*
+ * Return true if @llc's timer has nothing to watch: no task waiting in the
+ * LLC, none parked on its THROTTLED queue, and (on a host of several LLCs)
+ * no RR task waiting in another LLC that this one's timer could pull
+ * (pull_rr_work()). O(number of LLCs) reads, at the timer's rate.
+ */
+static bool llc_quiet(u32 llc)
+{
+	u32 i;
+
+	if (llc_has_waiters(llc) ||
+	    scx_bpf_dsq_nr_queued(dsq_id(DSQ_THROTTLED, llc)) > 0)
+		return false;
+	bpf_for(i, 0, nr_llcs) {
+		if (i != llc && scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, i)) > 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Called at every tick of a CPU of @llc: bring the LLC's timer back to its
+ * fast rate if it is slow (quiet LLC) or stopped (a failed start) while a
+ * task waits here. One read of a per-LLC word on most ticks; the queue
+ * lengths only while the timer is slow.
+ */
+static void llc_timer_keep(u32 llc, const struct fq_config *cfg, u64 now)
+{
+	struct llc_ctx *lctx = try_lookup_llc_ctx(llc);
+	u64 next, when = now + scan_interval(cfg);
+
+	if (!lctx)
+		return;
+	next = READ_ONCE(lctx->next_timer_ns);
+	if (!next || (next > when && llc_has_waiters(llc)))
+		llc_timer_arm(lctx, when);
 }
 
 /* Return true if urgent work waits in @llc (checked from ops.tick()). */

@@ -56,6 +56,8 @@ enum consts {
 	/* Bounds of the per-LLC housekeeping timer's interval. */
 	SCAN_MIN_NS		= 2ULL * 1000 * 1000,
 	SCAN_MAX_NS		= 20ULL * 1000 * 1000,
+	/* ... while the LLC is quiet (a backstop; a busy tick re-arms it). */
+	SCAN_QUIET_NS		= 1000ULL * 1000 * 1000,
 
 	/*
 	 * Kernel watchdog: a runnable task not run for this long ejects the

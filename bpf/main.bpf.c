@@ -207,7 +207,12 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 	guard_scan(llc, &cfg, now);
 	if (nr_llcs > 1)
 		pull_rr_work(llc, &cfg);
-	next = now + scan_interval(&cfg);
+	/*
+	 * Nothing queued or parked here: slow down, so that an idle LLC is
+	 * not woken 50 times a second (see guard.bpf.h).
+	 */
+	next = now + (!rel && llc_quiet(llc) ? SCAN_QUIET_NS :
+		      scan_interval(&cfg));
 	if (rel && rel < next)
 		next = rel;
 	llc_timer_arm(lctx, next);
@@ -390,9 +395,10 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 	u64 now = bpf_ktime_get_ns();
 	struct fq_config cfg;
 
+	read_config(&cfg);
+	llc_timer_keep(llc_of(scx_bpf_task_cpu(p)), &cfg, now);
 	if (!tctx)
 		return;
-	read_config(&cfg);
 	charge(p, tctx, &cfg, now, false);
 
 	/* Urgent work in this LLC: give way now (see guard.bpf.h). */
