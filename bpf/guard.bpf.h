@@ -17,8 +17,9 @@
  * timer interval (<= 20 ms) + one tick + the turns of the urgent tasks
  * ahead of it; a FIFO task the same with FIFO_MAX_WAIT_NS instead of
  * guard_ns. The urgent queue drains at one turn per CPU per slice, so with
- * R tasks urgent at once on C CPUs the last waits about R * slice / C more. Nothing depends on the
- * number of tasks, FIFO hogs or options beyond that.
+ * R tasks urgent at once on C CPUs the last waits about R * slice / C
+ * more. Nothing depends on the number of tasks, FIFO hogs or options
+ * beyond that.
  *
  * Copyright (c) 2026 The scx_fairquota authors
  */

@@ -392,17 +392,18 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 {
 	struct task_ctx *tctx = try_lookup_task_ctx(p);
+	u32 llc = llc_of(scx_bpf_task_cpu(p));
 	u64 now = bpf_ktime_get_ns();
 	struct fq_config cfg;
 
 	read_config(&cfg);
-	llc_timer_keep(llc_of(scx_bpf_task_cpu(p)), &cfg, now);
+	llc_timer_keep(llc, &cfg, now);
 	if (!tctx)
 		return;
 	charge(p, tctx, &cfg, now, false);
 
 	/* Urgent work in this LLC: give way now (see guard.bpf.h). */
-	if (urgent_waiting(llc_of(scx_bpf_task_cpu(p)))) {
+	if (urgent_waiting(llc)) {
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}
