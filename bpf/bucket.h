@@ -281,4 +281,31 @@ BW_FN void bw_unpark(struct bw_bucket *b, u64 now)
 	b->parked_at_ns = 0;
 }
 
+/*
+ * Per-CPU slices of a shared bucket (cgroups.bpf.h): the most runtime one
+ * of @nr_cpus CPUs may hold uncharged for limit @l. CFS's bandwidth slice
+ * (CG_SLICE_MAX_NS), cut so that a slice per CPU is at most a quarter of
+ * the quota; 0 (charge at once) if that leaves less than CG_SLICE_MIN_NS.
+ */
+BW_FN u64 bw_cpu_slice(const struct bw_limit *l, u32 nr_cpus)
+{
+	u64 s = l->quota_ns / (4 * (u64)(nr_cpus ?: 1));
+
+	if (s > CG_SLICE_MAX_NS)
+		s = CG_SLICE_MAX_NS;
+	return s < CG_SLICE_MIN_NS ? 0 : s;
+}
+
+/*
+ * May a CPU hold @total ns uncharged, against a bucket with @tokens left?
+ * Only while @total is under the CPU's slice @max and the tokens stay
+ * above @floor (a slice per CPU): then even with every CPU holding a
+ * slice uncharged the bucket still has tokens, so it never runs dry
+ * unseen.
+ */
+BW_FN int bw_may_defer(s64 tokens, u64 total, s64 floor, u64 max)
+{
+	return total < max && tokens - (s64)total > floor;
+}
+
 #endif /* __FAIRQUOTA_BUCKET_H */

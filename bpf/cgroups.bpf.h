@@ -22,9 +22,20 @@
  * timer); every cgroup of the cpu controller has an (empty) DSQ, created
  * in ops.cgroup_init(). A task of an unlimited cgroup costs one read of
  * its cgroup id per refresh, and nothing when no cgroup is limited.
- * Charging (at ticks, dispatch and stopping) and sizing a turn (a refill)
- * take the lock of each limited group on the task's path, never a global
- * one; the throttle check reads throttled_until_ns without the lock.
+ * Charging (at ticks, dispatch and stopping) takes no lock while the
+ * group is far from running dry: each CPU keeps the runtime it has not
+ * charged yet (cg_pendings, per CPU), up to a slice of the group's quota
+ * (fast_max_ns, at most CG_SLICE_MAX_NS as CFS's bandwidth slice), and
+ * charges it under the group's lock when the slice is full, at the
+ * period's end, when the CPU runs another group's task or goes idle, or
+ * once the group's tokens come within fast_floor_ns of empty (a slice per
+ * possible CPU: whatever the CPUs hold uncharged, the group never runs
+ * dry unseen, so throttling is as exact as charging at once). A group
+ * large enough to run on many CPUs at once has a quota large enough to
+ * charge lock-free most of each period; a small one takes the lock per
+ * charge, as before, but runs on few CPUs. Sizing a turn reads the tokens
+ * without the lock (a refill only at a period's end), and the throttle
+ * check reads throttled_until_ns without it.
  * Releasing a group costs O(tasks released): its timer looks at the head
  * of its own queue only, never at other groups' tasks.
  *
@@ -105,6 +116,10 @@ struct cg_state {
 	struct bpf_timer timer;
 	u64 next_timer_ns;	/* when the timer is armed for, 0 = not */
 	s64 rel_inflight;
+	/* Lock-free charging (cg_defer()), set under the lock at each charge: */
+	u64 fast_until_ns;	/* end of the bucket's current period */
+	s64 fast_floor_ns;	/* tokens below this: charge under the lock */
+	u64 fast_max_ns;	/* most runtime a CPU holds uncharged */
 };
 
 /*
@@ -273,16 +288,27 @@ __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta,
 {
 	struct bw_limit *lim, l;
 	struct cg_state *st;
-	u64 until;
+	u64 until, slice;
+	u32 nr_cpus;
+	s64 floor;
 	int dry;
 
 	lim = cg_limit_of(id);
 	st = bpf_map_lookup_elem(&cgroup_states, &id);
 	if (!lim || !st || !lim->quota_ns || !lim->period_ns)
 		return 0;
+	/* A refill within the bucket's period has nothing to do. */
+	if (!delta && now < READ_ONCE(st->fast_until_ns))
+		return 0;
 	bw_smooth(lim, max_stall_ns, &l);
+	nr_cpus = scx_bpf_nr_cpu_ids();
+	slice = bw_cpu_slice(&l, nr_cpus);
+	floor = slice ? (s64)(slice * nr_cpus) : 0x7fffffffffffffffLL;
 	bpf_spin_lock(&st->lock);
 	dry = bw_charge_span(&st->u.bw, now - delta, now, &l);
+	st->fast_until_ns = st->u.bw.period_start_ns + l.period_ns;
+	st->fast_max_ns = slice;
+	st->fast_floor_ns = floor;
 	if (turn_end)
 		bw_turn_end(&st->u.bw, delta);
 	st->u.usage_ns += delta;
@@ -301,16 +327,132 @@ __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta,
 }
 
 /*
+ * Runtime this CPU has not charged yet, of the tasks of one path of
+ * limited cgroups (the leaf cgroup @leaf at generation @gen): runs that
+ * ended by @end_ns, all in the current period of each group. Only its own
+ * CPU touches it, from callbacks under its rq lock.
+ */
+struct cg_pending {
+	u64 leaf;
+	u64 gen;
+	u64 ids[MAX_TASK_CGROUPS];
+	u32 nr;
+	u32 __pad;
+	u64 ns;
+	u64 end_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct cg_pending);
+} cg_pendings SEC(".maps");
+
+static struct cg_pending *cg_pending_local(void)
+{
+	u32 zero = 0;
+
+	return bpf_map_lookup_elem(&cg_pendings, &zero);
+}
+
+/*
+ * Charge what this CPU holds uncharged, to the period its runs fell in.
+ * Return 1 if a group ran dry. A global function, called from several ops.
+ */
+__noinline int fq_cg_flush(u64 max_stall_ns)
+{
+	struct cg_pending *pd = cg_pending_local();
+	u64 ns, end, id;
+	int dry = 0;
+	u32 i;
+
+	if (!pd || !pd->ns)
+		return 0;
+	ns = pd->ns;
+	end = pd->end_ns;
+	pd->ns = 0;
+	bpf_for(i, 0, MAX_TASK_CGROUPS) {
+		if (i >= pd->nr)
+			break;
+		id = pd->ids[i & (MAX_TASK_CGROUPS - 1)];
+		dry |= fq_cg_charge_one(id, max_stall_ns, end, ns, 0);
+	}
+	return dry;
+}
+
+/*
+ * Hold the runtime [@now - @delta, @now) of @tctx uncharged on this CPU
+ * (@pd) if every limited cgroup on its path is far enough from running
+ * dry and still in the period of its last charge, and the CPU's slice is
+ * not full. Return true if held.
+ */
+static bool cg_defer(const struct task_ctx *tctx, struct cg_pending *pd,
+		     u64 now, u64 delta)
+{
+	u64 total = pd->ns + delta;
+	struct cg_state *st;
+	u32 i;
+
+	if (pd->ns && (pd->leaf != tctx->cg_leaf || pd->gen != tctx->cg_gen))
+		return false;
+	bpf_for(i, 0, MAX_TASK_CGROUPS) {
+		if (i >= tctx->nr_cg)
+			break;
+		st = cg_nth(tctx, i);
+		if (!st || now > READ_ONCE(st->fast_until_ns) ||
+		    !bw_may_defer(READ_ONCE(st->u.bw.tokens_ns), total,
+				  READ_ONCE(st->fast_floor_ns),
+				  READ_ONCE(st->fast_max_ns)))
+			return false;
+	}
+	if (!pd->ns) {
+		pd->leaf = tctx->cg_leaf;
+		pd->gen = tctx->cg_gen;
+		pd->nr = tctx->nr_cg;
+		bpf_for(i, 0, MAX_TASK_CGROUPS)
+			pd->ids[i & (MAX_TASK_CGROUPS - 1)] =
+				tctx->cg_ids[i & (MAX_TASK_CGROUPS - 1)];
+	}
+	pd->ns = total;
+	pd->end_ns = now;
+	return true;
+}
+
+/*
+ * @tctx's task starts running on this CPU: runtime held for another path
+ * is charged now, not when this CPU next runs that path's tasks.
+ */
+static void cg_pending_switch(const struct task_ctx *tctx,
+			      const struct fq_config *cfg)
+{
+	struct cg_pending *pd = cg_pending_local();
+
+	if (pd && pd->ns &&
+	    (pd->leaf != tctx->cg_leaf || pd->gen != tctx->cg_gen ||
+	     !tctx->nr_cg))
+		fq_cg_flush(cfg->max_stall_ns);
+}
+
+/*
  * Charge the runtime [@now - @delta, @now) to every limited cgroup on
- * @tctx's path (@delta 0: a refill, so that cg_scan() reads this period's
- * tokens; @turn_end as fq_cg_charge_one()). Return true if one ran dry.
+ * @tctx's path, or hold it on this CPU (cg_defer()) (@delta 0: a refill,
+ * so that cg_scan() reads this period's tokens; @turn_end as
+ * fq_cg_charge_one()). Return true if one ran dry.
  */
 static bool cg_charge(const struct task_ctx *tctx, const struct fq_config *cfg,
 		      u64 now, u64 delta, bool turn_end)
 {
+	struct cg_pending *pd = delta ? cg_pending_local() : NULL;
 	bool dry_any = false;
 	u32 i;
 
+	if (pd) {
+		if (cg_defer(tctx, pd, now, delta))
+			return false;
+		if (pd->ns && fq_cg_flush(cfg->max_stall_ns))
+			dry_any = true;
+	}
 	bpf_for(i, 0, MAX_TASK_CGROUPS) {
 		if (i >= tctx->nr_cg)
 			break;

@@ -50,6 +50,14 @@ enum consts {
 	/* Bytes of the trace ring buffer (trace.bpf.h). */
 	TRACE_RB_BYTES		= 8 << 20,
 
+	/*
+	 * Runtime a CPU may hold uncharged for a limited cgroup (cgroups.bpf.h):
+	 * at most CFS's default bandwidth slice; below the minimum it charges
+	 * at once.
+	 */
+	CG_SLICE_MAX_NS		= 5000ULL * 1000,
+	CG_SLICE_MIN_NS		= 50ULL * 1000,
+
 	/* Smallest quota of a smooth-mode sub-period (see bw_smooth()). */
 	BW_MIN_SUB_QUOTA_NS	= 500ULL * 1000,
 

@@ -428,6 +428,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	/* Before the refresh: its groups as they were when it was released. */
 	cg_release_done(tctx);
 	throttled = refresh_task(p, tctx, &cfg, now);
+	cg_pending_switch(tctx, &cfg);
 	unpark(p, tctx, &cfg, now);
 	set_task_llc(tctx, llc);
 	tctx->last_exec_ns = p->se.sum_exec_runtime;
@@ -547,10 +548,14 @@ s32 BPF_STRUCT_OPS(fairquota_init_task, struct task_struct *p,
  */
 void BPF_STRUCT_OPS(fairquota_update_idle, s32 cpu, bool idle)
 {
+	struct fq_config cfg;
 	u32 llc, kind;
 
 	if (!idle)
 		return;
+	/* Runtime this CPU held uncharged (cgroups.bpf.h) is charged now. */
+	read_config(&cfg);
+	fq_cg_flush(cfg.max_stall_ns);
 	llc = llc_of(cpu);
 	bpf_for(kind, 0, DSQ_THROTTLED) {
 		struct task_struct *p;

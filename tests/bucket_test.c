@@ -418,6 +418,30 @@ static void smooth_divides_long_periods(void)
 	check_share(simulate_share(out.quota_ns, out.period_ns, 0), 0.20);
 }
 
+/* Per-CPU slices: never so large that the CPUs together hide a dry bucket. */
+static void cpu_slices_stay_within_the_quota(void)
+{
+	struct bw_limit big = { 6400 * MS, 100 * MS, 0 };
+	u32 n;
+
+	/* CFS's 5 ms at most; a quarter of the quota over all CPUs */
+	CHECK(bw_cpu_slice(&big, 8) == CG_SLICE_MAX_NS);
+	CHECK(bw_cpu_slice(L(200 * MS, 1000 * MS), 8) == 5 * MS);
+	CHECK(bw_cpu_slice(L(20 * MS, 100 * MS), 8) == 625 * 1000);
+	/* small quotas charge at once */
+	CHECK(bw_cpu_slice(L(1 * MS, 10 * MS), 8) == 0);
+	CHECK(bw_cpu_slice(L(2 * MS, 10 * MS), 256) == 0);
+	CHECK(bw_cpu_slice(L(2 * MS, 10 * MS), 0) == 500 * 1000);
+	for (n = 1; n <= 256; n *= 2)
+		CHECK(bw_cpu_slice(&big, n) * n <= big.quota_ns / 4);
+	/* held only under the slice and above the floor */
+	CHECK(bw_may_defer(10 * MS, 1 * MS, 4 * MS, 2 * MS));
+	CHECK(!bw_may_defer(10 * MS, 2 * MS, 4 * MS, 2 * MS));
+	CHECK(!bw_may_defer(5 * MS, 1 * MS, 4 * MS, 2 * MS));
+	CHECK(!bw_may_defer(-5 * (s64)MS, 1 * MS, 4 * MS, 2 * MS));
+	CHECK(!bw_may_defer(10 * MS, 1 * MS, 0x7fffffffffffffffLL, 0));
+}
+
 int main(void)
 {
 	first_refill_fills();
@@ -437,6 +461,7 @@ int main(void)
 	burst_saves_unused_quota();
 	burst_drawn_late_is_counted_whole();
 	smooth_divides_long_periods();
+	cpu_slices_stay_within_the_quota();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
