@@ -304,6 +304,8 @@ __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta,
 	nr_cpus = scx_bpf_nr_cpu_ids();
 	slice = bw_cpu_slice(&l, nr_cpus);
 	floor = slice ? (s64)(slice * nr_cpus) : 0x7fffffffffffffffLL;
+	if (delta)
+		stat_inc(CNT_CG_LOCKED);
 	bpf_spin_lock(&st->lock);
 	dry = bw_charge_span(&st->u.bw, now - delta, now, &l);
 	st->fast_until_ns = st->u.bw.period_start_ns + l.period_ns;
@@ -381,31 +383,45 @@ __noinline int fq_cg_flush(u64 max_stall_ns)
 	return dry;
 }
 
+/* What cg_defer() did with a charge. */
+enum cg_defer_res {
+	CG_HELD,	/* held on this CPU, uncharged */
+	CG_MERGE,	/* charge it with what the CPU held, as one run */
+	CG_FLUSH,	/* charge what the CPU held first (another path, or
+			   runs of an earlier period), then it */
+};
+
 /*
  * Hold the runtime [@now - @delta, @now) of @tctx uncharged on this CPU
  * (@pd) if every limited cgroup on its path is far enough from running
  * dry and still in the period of its last charge, and the CPU's slice is
- * not full. Return true if held.
+ * not full.
  */
-static bool cg_defer(const struct task_ctx *tctx, struct cg_pending *pd,
-		     u64 now, u64 delta)
+static enum cg_defer_res cg_defer(const struct task_ctx *tctx,
+				  struct cg_pending *pd, u64 now, u64 delta)
 {
 	u64 total = pd->ns + delta;
+	enum cg_defer_res res = CG_HELD;
 	struct cg_state *st;
 	u32 i;
 
 	if (pd->ns && (pd->leaf != tctx->cg_leaf || pd->gen != tctx->cg_gen))
-		return false;
+		return CG_FLUSH;
 	bpf_for(i, 0, MAX_TASK_CGROUPS) {
 		if (i >= tctx->nr_cg)
 			break;
 		st = cg_nth(tctx, i);
-		if (!st || now > READ_ONCE(st->fast_until_ns) ||
-		    !bw_may_defer(READ_ONCE(st->u.bw.tokens_ns), total,
+		if (!st)
+			return CG_FLUSH;
+		if (now > READ_ONCE(st->fast_until_ns))
+			return CG_FLUSH;
+		if (!bw_may_defer(READ_ONCE(st->u.bw.tokens_ns), total,
 				  READ_ONCE(st->fast_floor_ns),
 				  READ_ONCE(st->fast_max_ns)))
-			return false;
+			res = CG_MERGE;
 	}
+	if (res != CG_HELD)
+		return res;
 	if (!pd->ns) {
 		pd->leaf = tctx->cg_leaf;
 		pd->gen = tctx->cg_gen;
@@ -416,7 +432,8 @@ static bool cg_defer(const struct task_ctx *tctx, struct cg_pending *pd,
 	}
 	pd->ns = total;
 	pd->end_ns = now;
-	return true;
+	stat_inc(CNT_CG_HELD);
+	return CG_HELD;
 }
 
 /*
@@ -448,10 +465,18 @@ static bool cg_charge(const struct task_ctx *tctx, const struct fq_config *cfg,
 	u32 i;
 
 	if (pd) {
-		if (cg_defer(tctx, pd, now, delta))
+		switch (cg_defer(tctx, pd, now, delta)) {
+		case CG_HELD:
 			return false;
-		if (pd->ns && fq_cg_flush(cfg->max_stall_ns))
-			dry_any = true;
+		case CG_MERGE:
+			/* The CPU ran this path since: one run, one charge. */
+			delta += pd->ns;
+			pd->ns = 0;
+			break;
+		default:
+			if (fq_cg_flush(cfg->max_stall_ns))
+				dry_any = true;
+		}
 	}
 	bpf_for(i, 0, MAX_TASK_CGROUPS) {
 		if (i >= tctx->nr_cg)

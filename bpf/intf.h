@@ -161,6 +161,8 @@ enum counter_idx {
 	CNT_IDLE_KICK,		/* a CPU going idle found work queued and went on */
 	CNT_PARK_FORCE,		/* a task parked PARK_FORCE_MS was released */
 	CNT_CG_ADOPT,		/* a task parked on its LLC moved to its group's queue */
+	CNT_CG_LOCKED,		/* runtime charged to a limited cgroup under its lock */
+	CNT_CG_HELD,		/* runtime held on a CPU, charged later (no lock) */
 	NR_COUNTERS,
 };
 

@@ -223,6 +223,10 @@ pub struct Metrics {
     pub park_force: u64,
     #[stat(desc = "tasks parked on their LLC moved to their throttled cgroup's queue")]
     pub cg_adopt: u64,
+    #[stat(desc = "runtime charges to a limited cgroup under the group's lock")]
+    pub cg_locked: u64,
+    #[stat(desc = "runtime charges held on their CPU without a lock (charged later, together)")]
+    pub cg_held: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
     pub tasks: Vec<TaskStats>,
     #[stat(desc = "limited cgroups")]
@@ -252,6 +256,8 @@ impl Metrics {
             ("idle_kick", &mut self.idle_kick),
             ("park_force", &mut self.park_force),
             ("cg_adopt", &mut self.cg_adopt),
+            ("cg_locked", &mut self.cg_locked),
+            ("cg_held", &mut self.cg_held),
         ]
     }
 

@@ -343,6 +343,11 @@ def test_eight_cpus_two_llcs(binary, tmp_path):
     mean = sum(eq) / len(eq)
     fr = r["pair_fracs"]
     q = r["quota_shares"]
+    # Not asserted: with 8 vCPUs emulated on one host thread a vCPU's ticks
+    # come 20+ ms apart, each charge above a CPU's 4.7 ms slice, so few are
+    # held (162 of 1471 in one run; 2 vCPUs: test_cgroup_limits).
+    t = r["wide_totals"]
+    print(f"wide group: {t.get('cg_held', 0)} charges held, {t.get('cg_locked', 0)} under the lock")
     check_all([
         ("scheduler sees 2 LLCs", r["topology_log"], "2 LLCs", any("in 2 LLCs" in l for l in r["topology_log"])),
         ("16 nice 0 hogs: equal shares", f"{pct(min(eq))}..{pct(max(eq))}",
@@ -364,6 +369,18 @@ def test_eight_cpus_two_llcs(binary, tmp_path):
         ("exit statuses", (r["rc_equal"], r["rc_quota"], r["rc_cgroup"]), "(0, 0, 0)",
          (r["rc_equal"], r["rc_quota"], r["rc_cgroup"]) == (0, 0, 0)),
     ])
+
+
+def held_check(group, totals):
+    """Per-CPU runtime slices (cgroups.bpf.h): a group whose quota is
+    several slices per CPU charges a good part of its runs without its lock
+    (held on the CPU, charged later together). CPU hogs under HZ=250 hold
+    one 4 ms tick's runtime of each 5 ms slice, so about every other charge
+    is held, less near the end of each period, where every charge takes
+    the lock (exact throttling)."""
+    held, locked = totals.get("cg_held", 0), totals.get("cg_locked", 0)
+    return (f"{group}: charges held on their CPU, without the lock", f"{held} of {held + locked}", ">= 1/4",
+            held > 0 and 4 * held >= held + locked)
 
 
 def test_cgroup_limits(binary, tmp_path):
@@ -398,6 +415,7 @@ def test_cgroup_limits(binary, tmp_path):
          within(r["fq_b"], 1.5, 0.01)),
         ("exit status (fq_b)", r["rc_multi"], "0", r["rc_multi"] == 0),
     ]
+    checks.append(held_check("fq_b", r["fq_b_totals"]))
     k = r["kernel"]
     froms = {row.get("from") for row in k["rows"]}
     checks += [

@@ -697,7 +697,8 @@ def scenario_topology8(out):
     enable_cpu_controller()
     make_cgroup("wide")
     write_cg("wide", "cpu.max", "150000 100000")
-    res["wide_cpus"], res["rc_cgroup"] = group_under_daemon(out, "topo-cgroup", [], "wide", 4, 20)
+    res["wide_cpus"], res["rc_cgroup"], res["wide_totals"] = group_under_daemon(out, "topo-cgroup", [], "wide", 4,
+                                                                                20)
     res["state_after"] = sched_state()
     return res
 
@@ -725,7 +726,8 @@ def group_share(groups, seconds):
 
 def group_under_daemon(out, name, args, rel, n, seconds):
     """n nice 0 hogs in cgroup `rel` under a daemon started with `args`:
-    (their share of one CPU together over `seconds`, the daemon's exit status)."""
+    (their share of one CPU together over `seconds`, the daemon's exit
+    status, its final counters)."""
     d = Daemon(out, name, args)
     hogs = [spawn_hog(0) for _ in range(n)]
     for h in hogs:
@@ -733,7 +735,8 @@ def group_under_daemon(out, name, args, rel, n, seconds):
     time.sleep(3)
     share = group_share([[h.pid for h in hogs]], seconds)[0]
     kill_all(hogs)
-    return share, d.stop()
+    rc = d.stop()
+    return share, rc, final_totals(d.stdout())
 
 
 def cgroup_rows(stdout, path):
@@ -816,8 +819,8 @@ def scenario_cgroups(out):
     kernel["rows"] = cgroup_rows(d.stdout(), "fq_k")
     res["kernel"] = kernel
 
-    res["fq_b"], res["rc_multi"] = group_under_daemon(out, "cgroups-multi", ["--cgroup", "fq_b=150000/100000"],
-                                                      "fq_b", 2, 10)
+    res["fq_b"], res["rc_multi"], res["fq_b_totals"] = group_under_daemon(
+        out, "cgroups-multi", ["--cgroup", "fq_b=150000/100000"], "fq_b", 2, 10)
     return res
 
 
