@@ -357,11 +357,14 @@ def test_eight_cpus_two_llcs(binary, tmp_path):
          all(abs(x - 0.75) <= 0.05 for x in fr)),
         # Known gap (README): the target is 20% +- 3 each, but 8 vCPUs
         # emulated on 2 host cores lose quota from run to run (late
-        # releases: 14.9-20.1% today, the same with the build before core
-        # v2, at 10 ms and at 100 ms periods). TCG only ever loses time, so
-        # the cap is asserted tight and the floor where the losses end.
-        ("8 hogs under 2000/10000 (target 20% +- 3)", f"{pct(min(q))}..{pct(max(q))}", "14%..21% each",
-         all(0.14 <= x <= 0.21 for x in q)),
+        # releases: 14.9-20.1% in earlier runs, the same with the build
+        # before core v2, at 10 ms and at 100 ms periods), so the floor is
+        # asserted where the losses end. The cap is the target's: a running
+        # task's runtime in /proc/PID/schedstat moves only at its ticks and
+        # switches, 20 ms or more apart on these vCPUs, so a 10 s window
+        # reads up to about 1 point high or low (one CI run: 19.0-21.0%).
+        ("8 hogs under 2000/10000 (target 20% +- 3)", f"{pct(min(q))}..{pct(max(q))}", "14%..23% each",
+         all(0.14 <= x <= 0.23 for x in q)),
         # Issue target +- 1% (1.4982-1.5150 seen over 12 s); under 8-vCPU
         # TCG noise the failing limit is 2%, over 20 s.
         ("cpu.max 150000/100000, 4 busy threads (target +- 1%)", f"{r['wide_cpus']:.4f} CPUs", "1.5 +- 2%",
