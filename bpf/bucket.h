@@ -297,15 +297,15 @@ BW_FN u64 bw_cpu_slice(const struct bw_limit *l, u32 nr_cpus)
 }
 
 /*
- * May a CPU hold @total ns uncharged, against a bucket with @tokens left?
- * Only while @total is under the CPU's slice @max and the tokens stay
- * above @floor (a slice per CPU): then even with every CPU holding a
- * slice uncharged the bucket still has tokens, so it never runs dry
- * unseen.
+ * May one of @nr_cpus CPUs hold @total ns uncharged, against a bucket with
+ * @tokens left? Only while @total is under the CPU's slice @slice (0: never)
+ * and the tokens stay above a slice per CPU: then even with every CPU
+ * holding a slice uncharged the bucket still has tokens, so it never runs
+ * dry unseen.
  */
-BW_FN int bw_may_defer(s64 tokens, u64 total, s64 floor, u64 max)
+BW_FN int bw_may_defer(s64 tokens, u64 total, u64 slice, u64 nr_cpus)
 {
-	return total < max && tokens - (s64)total > floor;
+	return total < slice && tokens - (s64)total > (s64)(slice * nr_cpus);
 }
 
 #endif /* __FAIRQUOTA_BUCKET_H */

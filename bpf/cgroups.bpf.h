@@ -28,8 +28,8 @@
  * (fast_max_ns, at most CG_SLICE_MAX_NS as CFS's bandwidth slice), and
  * charges it under the group's lock when the slice is full, at the
  * period's end, when the CPU runs another group's task or goes idle, or
- * once the group's tokens come within fast_floor_ns of empty (a slice per
- * possible CPU: whatever the CPUs hold uncharged, the group never runs
+ * once the group's tokens come within a slice per possible CPU of empty
+ * (whatever the CPUs hold uncharged, the group never runs
  * dry unseen, so throttling is as exact as charging at once). A group
  * large enough to run on many CPUs at once has a quota large enough to
  * charge lock-free most of each period; a small one takes the lock per
@@ -118,7 +118,6 @@ struct cg_state {
 	s64 rel_inflight;
 	/* Lock-free charging (cg_defer()), set under the lock at each charge: */
 	u64 fast_until_ns;	/* end of the bucket's current period */
-	s64 fast_floor_ns;	/* tokens below this: charge under the lock */
 	u64 fast_max_ns;	/* most runtime a CPU holds uncharged */
 };
 
@@ -289,8 +288,6 @@ __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta,
 	struct bw_limit *lim, l;
 	struct cg_state *st;
 	u64 until, slice;
-	u32 nr_cpus;
-	s64 floor;
 	int dry;
 
 	lim = cg_limit_of(id);
@@ -301,16 +298,13 @@ __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta,
 	if (!delta && now < READ_ONCE(st->fast_until_ns))
 		return 0;
 	bw_smooth(lim, max_stall_ns, &l);
-	nr_cpus = scx_bpf_nr_cpu_ids();
-	slice = bw_cpu_slice(&l, nr_cpus);
-	floor = slice ? (s64)(slice * nr_cpus) : 0x7fffffffffffffffLL;
+	slice = bw_cpu_slice(&l, scx_bpf_nr_cpu_ids());
 	if (delta)
 		stat_inc(CNT_CG_LOCKED);
 	bpf_spin_lock(&st->lock);
 	dry = bw_charge_span(&st->u.bw, now - delta, now, &l);
 	st->fast_until_ns = st->u.bw.period_start_ns + l.period_ns;
 	st->fast_max_ns = slice;
-	st->fast_floor_ns = floor;
 	if (turn_end)
 		bw_turn_end(&st->u.bw, delta);
 	st->u.usage_ns += delta;
@@ -358,6 +352,14 @@ static struct cg_pending *cg_pending_local(void)
 	return bpf_map_lookup_elem(&cg_pendings, &zero);
 }
 
+/* Does @pd hold runtime of another path of limited cgroups than @tctx's? */
+static bool cg_pending_other(const struct cg_pending *pd,
+			     const struct task_ctx *tctx)
+{
+	return pd->ns && (pd->leaf != tctx->cg_leaf || pd->gen != tctx->cg_gen ||
+			  !tctx->nr_cg);
+}
+
 /*
  * Charge what this CPU holds uncharged, to the period its runs fell in.
  * Return 1 if a group ran dry. A global function, called from several ops.
@@ -400,12 +402,12 @@ enum cg_defer_res {
 static enum cg_defer_res cg_defer(const struct task_ctx *tctx,
 				  struct cg_pending *pd, u64 now, u64 delta)
 {
-	u64 total = pd->ns + delta;
+	u64 total = pd->ns + delta, nr_cpus = scx_bpf_nr_cpu_ids();
 	enum cg_defer_res res = CG_HELD;
 	struct cg_state *st;
 	u32 i;
 
-	if (pd->ns && (pd->leaf != tctx->cg_leaf || pd->gen != tctx->cg_gen))
+	if (cg_pending_other(pd, tctx))
 		return CG_FLUSH;
 	bpf_for(i, 0, MAX_TASK_CGROUPS) {
 		if (i >= tctx->nr_cg)
@@ -416,8 +418,7 @@ static enum cg_defer_res cg_defer(const struct task_ctx *tctx,
 		if (now > READ_ONCE(st->fast_until_ns))
 			return CG_FLUSH;
 		if (!bw_may_defer(READ_ONCE(st->u.bw.tokens_ns), total,
-				  READ_ONCE(st->fast_floor_ns),
-				  READ_ONCE(st->fast_max_ns)))
+				  READ_ONCE(st->fast_max_ns), nr_cpus))
 			res = CG_MERGE;
 	}
 	if (res != CG_HELD)
@@ -445,10 +446,20 @@ static void cg_pending_switch(const struct task_ctx *tctx,
 {
 	struct cg_pending *pd = cg_pending_local();
 
-	if (pd && pd->ns &&
-	    (pd->leaf != tctx->cg_leaf || pd->gen != tctx->cg_gen ||
-	     !tctx->nr_cg))
+	if (pd && cg_pending_other(pd, tctx))
 		fq_cg_flush(cfg->max_stall_ns);
+}
+
+/* This CPU goes idle: what it held uncharged is charged now. */
+static void cg_pending_idle(void)
+{
+	struct cg_pending *pd = cg_pending_local();
+	struct fq_config cfg;
+
+	if (!pd || !pd->ns)
+		return;
+	read_config(&cfg);
+	fq_cg_flush(cfg.max_stall_ns);
 }
 
 /*

@@ -548,14 +548,11 @@ s32 BPF_STRUCT_OPS(fairquota_init_task, struct task_struct *p,
  */
 void BPF_STRUCT_OPS(fairquota_update_idle, s32 cpu, bool idle)
 {
-	struct fq_config cfg;
 	u32 llc, kind;
 
 	if (!idle)
 		return;
-	/* Runtime this CPU held uncharged (cgroups.bpf.h) is charged now. */
-	read_config(&cfg);
-	fq_cg_flush(cfg.max_stall_ns);
+	cg_pending_idle();
 	llc = llc_of(cpu);
 	bpf_for(kind, 0, DSQ_THROTTLED) {
 		struct task_struct *p;

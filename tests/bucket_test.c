@@ -434,12 +434,12 @@ static void cpu_slices_stay_within_the_quota(void)
 	CHECK(bw_cpu_slice(L(2 * MS, 10 * MS), 0) == 500 * 1000);
 	for (n = 1; n <= 256; n *= 2)
 		CHECK(bw_cpu_slice(&big, n) * n <= big.quota_ns / 4);
-	/* held only under the slice and above the floor */
-	CHECK(bw_may_defer(10 * MS, 1 * MS, 4 * MS, 2 * MS));
-	CHECK(!bw_may_defer(10 * MS, 2 * MS, 4 * MS, 2 * MS));
-	CHECK(!bw_may_defer(5 * MS, 1 * MS, 4 * MS, 2 * MS));
-	CHECK(!bw_may_defer(-5 * (s64)MS, 1 * MS, 4 * MS, 2 * MS));
-	CHECK(!bw_may_defer(10 * MS, 1 * MS, 0x7fffffffffffffffLL, 0));
+	/* held only under the slice and above a slice per CPU (2 x 2 ms) */
+	CHECK(bw_may_defer(10 * MS, 1 * MS, 2 * MS, 2));
+	CHECK(!bw_may_defer(10 * MS, 2 * MS, 2 * MS, 2));
+	CHECK(!bw_may_defer(5 * MS, 1 * MS, 2 * MS, 2));
+	CHECK(!bw_may_defer(-5 * (s64)MS, 1 * MS, 2 * MS, 2));
+	CHECK(!bw_may_defer(10 * MS, 0, 0, 2)); /* slice 0: charge at once */
 }
 
 int main(void)
