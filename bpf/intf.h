@@ -76,6 +76,15 @@ enum consts {
 	 */
 	WATCHDOG_TIMEOUT_MS	= 30000,
 
+	/*
+	 * A turn may end this long after its slice when a tick ends it
+	 * rather than the slice timer (see slice_needs_timer()): the
+	 * issue's "RR slices honored within 1 ms".
+	 */
+	SLICE_TICK_SLACK_NS	= 1000ULL * 1000,
+	/* Jiffies are counted over this long to learn the tick period. */
+	TICK_LEARN_NS		= 2000ULL * 1000 * 1000,
+
 	/* CPU ids a wakeup looks at for a turn to preempt in its LLC. */
 	PREEMPT_SCAN_CPUS	= 64,
 	/* Credit a waking RR task keeps for its sleep, in slices (rr_wake()). */
@@ -163,6 +172,7 @@ enum counter_idx {
 	CNT_CG_ADOPT,		/* a task parked on its LLC moved to its group's queue */
 	CNT_CG_LOCKED,		/* runtime charged to a limited cgroup under its lock */
 	CNT_CG_HELD,		/* runtime held on a CPU, charged later (no lock) */
+	CNT_SLICE_ARM,		/* a slice timer was started for a turn */
 	NR_COUNTERS,
 };
 

@@ -31,8 +31,10 @@
  *    latest deadline later than its own, on its CPU or else in its LLC.
  *    A CPU going idle looks at its queues once more (ops.update_idle()),
  *    so no wakeup is lost to the moment between its last dispatch and its
- *    idle mark. A per-CPU BPF timer ends a slice that expires between two
- *    ticks, so slices are honored to well under a tick.
+ *    idle mark. A per-CPU BPF timer ends a slice that a tick would end
+ *    more than 1 ms late, so slices are honored within 1 ms; it is
+ *    started only for turns that may need it (arm_slice_timer(): a turn
+ *    that blocks before a tick costs no timer).
  *
  * Queue layout. Every LLC has four dispatch queues, DSQ id (llc << 2) |
  * kind: URGENT (FIFO order), FIFO (FIFO order), RR (deadline order) and
@@ -92,7 +94,7 @@
  *
  * Scaling. Per context switch: one config copy (about 64 bytes), a few
  * DSQ operations on the LLC's queues, a per-CPU timer start for RR turns
- * that may end between ticks. Dispatch looks at other LLCs' queue lengths
+ * of CPU-bound tasks that others wait for. Dispatch looks at other LLCs' queue lengths
  * (a read each) only when its own are empty. The housekeeping timer walks
  * its LLC's queued tasks every guard/4: O(queued tasks) per LLC. A
  * limited cgroup costs a hash entry, a timer and a DSQ; its timer runs
@@ -145,21 +147,109 @@ static int slice_timerfn(void *map, int *key, struct bpf_timer *timer)
 }
 
 /*
- * Arm this CPU's slice timer to end the turn @slice_ns from now: an RR turn
- * that others wait for, or that a quota cuts short, and a FIFO turn that a
- * cgroup's quota cuts short, end on time rather than at the next tick. A
- * turn that starts with nothing queued ends at a tick (a timer per turn of
- * a lone task costs more than it gives).
+ * The kernel's tick period, learned from jiffies (0 until known): the
+ * daemon need not find the kernel's config, and a kernel of any HZ works.
+ * ops.init() notes jiffies and the time; the first LLC timer run at
+ * least TICK_LEARN_NS later divides. Only values of a real HZ (100, 250,
+ * 300, 1000, within 5%) are taken; otherwise it counts again.
+ */
+u64 tick_ns;
+static u64 tick_learn_at_ns, tick_learn_jiffies;
+
+static void tick_learn_start(u64 now)
+{
+	WRITE_ONCE(tick_learn_jiffies, bpf_jiffies64());
+	WRITE_ONCE(tick_learn_at_ns, now);
+}
+
+/* Return the tick period if @hz is within 5% of @want Hz, else 0. */
+static u64 tick_of_hz(u64 hz, u64 want)
+{
+	return hz * 20 >= want * 19 && hz * 20 <= want * 21 ?
+	       NSEC_PER_SEC / want : 0;
+}
+
+static void tick_learn(u64 now)
+{
+	u64 since = READ_ONCE(tick_learn_at_ns), hz, tick;
+
+	if (READ_ONCE(tick_ns) || !since || now < since + TICK_LEARN_NS)
+		return;
+	hz = (bpf_jiffies64() - READ_ONCE(tick_learn_jiffies)) *
+	     NSEC_PER_SEC / (now - since);
+	tick = tick_of_hz(hz, 100) ?: tick_of_hz(hz, 250) ?:
+	       tick_of_hz(hz, 300) ?: tick_of_hz(hz, 1000);
+	if (tick)
+		WRITE_ONCE(tick_ns, tick);
+	else
+		tick_learn_start(now);
+}
+
+/*
+ * Return true if a turn with @left_ns of its slice left could overrun it
+ * by more than SLICE_TICK_SLACK_NS if only a tick ended it. The next tick
+ * comes within a tick period, so a turn with at least a tick less the
+ * slack left is safe without a timer (the default 3 ms slice at HZ 250
+ * always is). True while the tick period is not known.
+ */
+static bool slice_needs_timer(u64 left_ns)
+{
+	u64 tick = READ_ONCE(tick_ns);
+
+	return !tick || left_ns + SLICE_TICK_SLACK_NS < tick;
+}
+
+/* Start this CPU's slice timer to end the current turn @ns from now. */
+static void slice_timer_start(struct cpu_ctx *cctx, u64 ns)
+{
+	cctx->timer_turn = cctx->turn;
+	stat_inc(CNT_SLICE_ARM);
+	bpf_timer_start(&cctx->slice_timer, ns, BPF_F_TIMER_CPU_PIN);
+}
+
+/*
+ * A turn of @tctx of @slice ns starts on @cctx's CPU: arm the slice timer
+ * if the turn may have to end between ticks and others wait for the CPU.
+ * A FIFO or RR turn that a quota or a cgroup's tokens cut short is always
+ * timed (exact shares). An unlimited RR turn is timed from its start if
+ * its slice is shorter than a tick less the slack, or if the task ran
+ * its last turn until its slice was taken (a CPU-bound task: it will
+ * likely use this one up too). Any other turn is left to the ticks: the
+ * tick that finds less than a tick less the slack left arms the timer
+ * (slice_timer_tick()), and until then the next tick comes at most the
+ * slack after the slice's end. Most turns of wakeup-driven work block
+ * long before their slice ends, so they start no timer: starting one was
+ * most of ops.running()'s cost, and its useless expiry an interrupt.
  */
 static void arm_slice_timer(struct cpu_ctx *cctx, const struct task_ctx *tctx,
 			    u64 slice, u32 llc)
 {
 	if (tctx->class == CLASS_FIFO ? !tctx->nr_cg :
 	    (!tctx->limited && !tctx->nr_cg &&
-	     !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc))))
+	     ((!tctx->ran_out && !slice_needs_timer(slice)) ||
+	      !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))))
 		return;
-	cctx->timer_turn = cctx->turn;
-	bpf_timer_start(&cctx->slice_timer, slice, BPF_F_TIMER_CPU_PIN);
+	slice_timer_start(cctx, slice);
+}
+
+/*
+ * At a tick of RR task @p whose turn has no slice timer yet: arm it if
+ * what is left of the slice (the kernel has just brought p->scx.slice up
+ * to date) could be overrun by more than the slack, and others wait.
+ */
+static void slice_timer_tick(struct task_struct *p, const struct task_ctx *tctx,
+			     s32 cpu, u32 llc)
+{
+	struct cpu_ctx *cctx;
+	u64 left = p->scx.slice;
+
+	if (tctx->class != CLASS_RR || !left || !slice_needs_timer(left))
+		return;
+	cctx = try_lookup_cpu_ctx(cpu);
+	if (!cctx || !cctx->curr_valid || cctx->timer_turn == cctx->turn ||
+	    !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))
+		return;
+	slice_timer_start(cctx, left);
 }
 
 /* Renew the slice of @prev, which goes on running on this CPU. */
@@ -184,10 +274,14 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 		advance_llc_clock(llc, pctx->vtime, step);
 	}
 	scx_bpf_task_set_slice(prev, slice);
-	turn_begin(pctx, now);
+	pctx->ran_out = turn_ran_out(pctx, now);
+	turn_begin(pctx, now, slice);
 	pctx->to_tail = false;	/* a yield with nothing else to run is over */
-	if (cctx)
+	if (cctx) {
+		/* A timer armed for the turn that ends is void. */
+		cctx->turn++;
 		arm_slice_timer(cctx, pctx, slice, llc);
+	}
 }
 
 /* Housekeeping of one LLC: release throttled tasks, age the queues. */
@@ -201,6 +295,7 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 	if (!lctx)
 		return 0;
 	read_config(&cfg);
+	tick_learn(now);
 	WRITE_ONCE(lctx->next_timer_ns, 0);
 	rel = release_due(llc, &cfg, now);
 	cg_timers_setup();
@@ -392,7 +487,8 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 {
 	struct task_ctx *tctx = try_lookup_task_ctx(p);
-	u32 llc = llc_of(scx_bpf_task_cpu(p));
+	s32 cpu = scx_bpf_task_cpu(p);
+	u32 llc = llc_of(cpu);
 	u64 now = bpf_ktime_get_ns();
 	struct fq_config cfg;
 
@@ -408,8 +504,11 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 		return;
 	}
 	if ((tctx->class == CLASS_RR || tctx->nr_cg) &&
-	    refresh_task(p, tctx, &cfg, now))
+	    refresh_task(p, tctx, &cfg, now)) {
 		scx_bpf_task_set_slice(p, 0);
+		return;
+	}
+	slice_timer_tick(p, tctx, cpu, llc);
 }
 
 void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
@@ -457,7 +556,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	if (throttled)
 		slice = 0;
 	scx_bpf_task_set_slice(p, slice);
-	turn_begin(tctx, now);
+	turn_begin(tctx, now, slice);
 	trace_task(TRACE_RUN, p, tctx, 0, now);
 
 	if (tctx->class == CLASS_FIFO) {
@@ -499,6 +598,7 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 	now = bpf_ktime_get_ns();
 	charge(p, tctx, &cfg, now, runnable);
 	trace_task(TRACE_STOP, p, tctx, runnable, now);
+	tctx->ran_out = runnable && turn_ran_out(tctx, now);
 	/* A FIFO task preempted while running resumes at the head. */
 	tctx->fifo_head = runnable && tctx->class == CLASS_FIFO &&
 			  !tctx->to_tail;
@@ -625,6 +725,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_init)
 		}
 	}
 
+	tick_learn_start(bpf_ktime_get_ns());
 	bpf_for(i, 0, nr_cpus) {
 		cctx = try_lookup_cpu_ctx(i);
 		if (!cctx)

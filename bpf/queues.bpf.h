@@ -417,11 +417,27 @@ static bool rr_keep_prev(struct task_ctx *pctx, s32 cpu, u32 llc, u64 now,
 	return true;
 }
 
-/* A turn of @tctx starts now: remember where, for rr_keep_prev(). */
-static void turn_begin(struct task_ctx *tctx, u64 now)
+/*
+ * A turn of @tctx of @slice ns starts now: remember where, for
+ * rr_keep_prev(), and how long, for turn_ran_out().
+ */
+static void turn_begin(struct task_ctx *tctx, u64 now, u64 slice)
 {
 	tctx->turn_start_ns = now;
 	tctx->turn_vtime = tctx->vtime;
+	tctx->turn_slice_ns = slice;
+}
+
+/*
+ * Return true if @tctx's turn, which ends now with the task still
+ * runnable, ran at least half its slice: a CPU-bound task, whose next
+ * turn will likely last its slice too (arm_slice_timer()). A turn that a
+ * wakeup preempted early does not count.
+ */
+static bool turn_ran_out(const struct task_ctx *tctx, u64 now)
+{
+	return tctx->turn_start_ns && now > tctx->turn_start_ns &&
+	       (now - tctx->turn_start_ns) * 2 >= tctx->turn_slice_ns;
 }
 
 /* Move the first task @kind queue of @llc can give this CPU. */

@@ -92,6 +92,7 @@ struct task_ctx {
 	u64 release_at_ns;	/* while parked: when its bucket refills */
 	u64 turn_start_ns;	/* when its current turn started (running) */
 	u64 turn_vtime;		/* its vtime then */
+	u64 turn_slice_ns;	/* the slice it was given then */
 	u64 max_wait_ns;	/* longest wait, runnable (or released) to running */
 	struct bw_bucket bw;
 	u64 cg_leaf;		/* id of its cgroup when cg_ids was found */
@@ -107,7 +108,8 @@ struct task_ctx {
 	u8 to_tail;		/* yielded: next enqueue goes to the tail */
 	u8 parked;		/* waiting on a THROTTLED DSQ */
 	u8 urgent;		/* moved to URGENT; its turn is not preempted */
-	u8 __pad[3];
+	u8 ran_out;		/* it ran its last turn out (turn_ran_out()) */
+	u8 __pad[2];
 	s32 rr_cpu;		/* CPU whose nr_rr_waiting counts it, or -1 */
 	u32 rel_pending;	/* released by its cgroups, not run yet */
 	u32 __pad2;

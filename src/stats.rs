@@ -227,6 +227,8 @@ pub struct Metrics {
     pub cg_locked: u64,
     #[stat(desc = "runtime charges held on their CPU without a lock (charged later, together)")]
     pub cg_held: u64,
+    #[stat(desc = "slice timers started (turns that may end between ticks)")]
+    pub slice_arm: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
     pub tasks: Vec<TaskStats>,
     #[stat(desc = "limited cgroups")]
@@ -258,6 +260,7 @@ impl Metrics {
             ("cg_adopt", &mut self.cg_adopt),
             ("cg_locked", &mut self.cg_locked),
             ("cg_held", &mut self.cg_held),
+            ("slice_arm", &mut self.slice_arm),
         ]
     }
 

@@ -216,6 +216,44 @@ def test_slice_modes(binary, tmp_path):
     check_all(checks)
 
 
+def quantile(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
+
+
+def test_rr_slices_honored(binary, tmp_path):
+    """RR slices end within 1 ms of their length (issue 5), whether the
+    slice timer or a tick ends them; and wakeup-driven turns, which block
+    before their slice ends, start no slice timer (arm_slice_timer())."""
+    r = run_scenario("slice_lengths", tmp_path)
+    wake = r.pop("wakeups")
+    checks = []
+    for us, m in r.items():
+        slice_ms = int(us) / 1000
+        runs = [x * 1000 for x in m["runs_s"]]
+        med, p90 = quantile(runs, 0.5), quantile(runs, 0.9)
+        print(f"slice {us} us: {len(runs)} runs, median {med:.2f} ms, p90 {p90:.2f} ms, "
+              f"p99 {quantile(runs, 0.99):.2f} ms, totals {m['totals']}")
+        checks += [
+            (f"{us} us: median run (ms)", f"{med:.2f}", f"{slice_ms - 0.3:.1f}..{slice_ms + 1:.1f}",
+             slice_ms - 0.3 <= med <= slice_ms + 1),
+            (f"{us} us: 90th percentile run (ms)", f"{p90:.2f}", f"<= {slice_ms + 1.5:.1f}",
+             p90 <= slice_ms + 1.5),
+            (f"{us} us: exit status", m["rc"], "0", m["rc"] == 0),
+        ]
+    t = wake["totals"]
+    arm = t.get("slice_arm", 0) / max(t.get("rr_dispatch", 0), 1)
+    print(f"ping-pong beside a hog: {wake['round_trips']} round trips, totals {t}")
+    # Before, every turn that started with the hog waiting started a timer.
+    checks += [
+        ("ping-pong beside a hog: exit status", wake["pingpong_rc"], "0", wake["pingpong_rc"] == 0),
+        ("ping-pong beside a hog: timers per turn", f"{arm:.3f}", "<= 0.2",
+         "slice_arm" in t and arm <= 0.2),
+        ("ping-pong beside a hog: scheduler exit", wake["rc"], "0", wake["rc"] == 0),
+    ]
+    check_all(checks)
+
+
 def test_guard_bounds_every_wait(binary, tmp_path):
     r = run_scenario("guard_many", tmp_path)
     checks = []

@@ -393,6 +393,70 @@ def scenario_slices(out):
     return res
 
 
+def scenario_slice_lengths(out):
+    """Two nice 0 hogs (hog.py) on CPU 1 for each slice in SLICE_LENGTHS_US:
+    the lengths of their runs, and how many turns started a slice timer.
+    At HZ 250 a 2 ms slice ends between ticks (slice timer at the start); a
+    3 ms or 5 ms one is left to the ticks until one finds less than a tick
+    but the slack left (bpf/main.bpf.c, slice_needs_timer())."""
+    res = {}
+    for us in SLICE_LENGTHS_US:
+        d = Daemon(out, f"slice-{us}", ["--slice-us", str(us)])
+        files = [os.path.join(out, f"runs-{us}-{i}.json") for i in range(2)]
+        hogs = [spawn_hog(0, cpus=1, report=f) for f in files]
+        for f in files:
+            wait_for_file(f + ".ready")
+        # Past the 2 s in which the scheduler learns the tick period.
+        time.sleep(SLICE_LENGTHS_S)
+        for h in hogs:
+            h.send_signal(signal.SIGTERM)
+        for h in hogs:
+            h.wait(60)
+        rc = d.stop()
+        runs = []
+        for f in files:
+            runs += json.loads(read(f, "{}") or "{}").get("runs_s", [])
+        res[str(us)] = {"runs_s": runs, "totals": final_totals(d.stdout()), "rc": rc}
+    # Wakeup-driven work (two processes passing a byte back and forth
+    # through pipes: turns that block long before their slice ends)
+    # beside a hog on one CPU: how many turns start a slice timer.
+    d = Daemon(out, "slice-wakeups", [])
+    hog = spawn_hog(0, cpus=1)
+    time.sleep(3)
+    pp = run_cmd(["taskset", "-c", "1", PY, "-c", PING_PONG, "6"], timeout=300)
+    kill_all([hog])
+    rc = d.stop()
+    res["wakeups"] = {"pingpong_rc": pp["rc"], "round_trips": pp["stdout"].strip(),
+                      "totals": final_totals(d.stdout()), "rc": rc}
+    return res
+
+
+# Ping-pong through two pipes for argv[1] seconds; prints the round trips.
+PING_PONG = """
+import os, sys, time
+r1, w1 = os.pipe()
+r2, w2 = os.pipe()
+if os.fork() == 0:
+    os.close(w1)
+    while os.read(r1, 1):
+        os.write(w2, b"x")
+    os._exit(0)
+os.close(r1)
+end, n = time.monotonic() + float(sys.argv[1]), 0
+while time.monotonic() < end:
+    os.write(w1, b"x")
+    os.read(r2, 1)
+    n += 1
+os.close(w1)
+os.wait()
+print(n)
+"""
+
+
+SLICE_LENGTHS_US = (2000, 3000, 5000)
+SLICE_LENGTHS_S = 8
+
+
 def scenario_reconfig(out):
     d = Daemon(out, "reconfig", ["--period-us", "10000", "--quota-us", "2000"])
     hog = spawn_hog(0)
@@ -1381,6 +1445,7 @@ SCENARIOS = {
     "weight": scenario_weight,
     "reconfig": scenario_reconfig,
     "slices": scenario_slices,
+    "slice_lengths": scenario_slice_lengths,
     "guard_many": scenario_guard_many,
     "exec_thread": scenario_exec_thread,
     "fifo_order": scenario_fifo_order,

@@ -56,4 +56,4 @@ with open(out, "w") as f:
     json.dump({"max_gap_s": max_gap, "max_gap_end": max_gap_end,
                "second_gap_s": second_gap, "gaps_over_100ms": long_gaps,
                "seconds": clock() - start,
-               "runs_s": sorted(runs, reverse=True)[:2000], "nr_runs": len(runs)}, f)
+               "runs_s": sorted(runs, reverse=True)[:10000], "nr_runs": len(runs)}, f)
