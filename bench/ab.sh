@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# ab.sh - compare two builds of scx_fairquota in one VM boot: the kernel's
+# default scheduler once, then ROUNDS rounds of build A and build B, in
+# alternating order (A B, B A, ...), each a run of bench/guest_bench.py.
+# One VM run of the core benchmarks (core.sh) has a single column per
+# scheduler, and the emulation's speed drifts within a boot; alternating
+# rounds show what a change does. Writes bench/ab-report.md.
+#
+# Usage: sudo bench/ab.sh REV_A REV_B
+# Env:   ROUNDS (default 2), AB_CPUS (default 2),
+#        BENCH_PARTS (default hackbench,sharing,reqresp; see guest_bench.py)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+[ $# -eq 2 ] || { echo "usage: bench/ab.sh REV_A REV_B" >&2; exit 2; }
+ROUNDS="${ROUNDS:-2}"
+AB_CPUS="${AB_CPUS:-2}"
+BENCH_PARTS="${BENCH_PARTS:-hackbench,sharing,reqresp}"
+
+scripts/setup-host.sh >/dev/null
+for p in rt-tests bpftool; do
+    dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -q '^installed$' ||
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$p" >/dev/null
+done
+scripts/fetch-kernel.sh >/dev/null
+mkdir -p target/bench
+cc -Wall -Wextra -Werror -O2 bench/units.c -o target/bench/units
+cc -Wall -Wextra -Werror -O2 -pthread bench/reqresp.c -o target/bench/reqresp
+
+# Each revision built from git in a worktree of its own.
+labels=()
+for rev in "$1" "$2"; do
+    sha=$(git rev-parse --short "$rev")
+    bin="target/bench/ab-$sha/release/scx_fairquota"
+    if [ ! -x "$bin" ]; then
+        src="target/bench/ab-src-$sha"
+        rm -rf "$src"; git worktree prune
+        git worktree add --detach "$src" "$sha" >/dev/null
+        (cd "$src" && CARGO_TARGET_DIR="$PWD/../ab-$sha" scripts/build.sh >/dev/null)
+        git worktree remove --force "$src"
+    fi
+    labels+=("$sha")
+done
+
+out=target/bench/ab
+rm -rf "$out"; mkdir -p "$out"
+a="${labels[0]}"; b="${labels[1]}"
+run() { echo "/usr/bin/python3 bench/guest_bench.py $out $1-$2 target/bench/ab-$1/release/scx_fairquota"; }
+guest="BENCH_PARTS=$BENCH_PARTS /usr/bin/python3 bench/guest_bench.py $out default"
+for r in $(seq 1 "$ROUNDS"); do
+    if [ $((r % 2)) = 1 ]; then first=$a; second=$b; else first=$b; second=$a; fi
+    guest="$guest && BENCH_PARTS=$BENCH_PARTS $(run "$first" "$r") && BENCH_PARTS=$BENCH_PARTS $(run "$second" "$r")"
+done
+smp=""
+[ "$AB_CPUS" -ge 4 ] && smp="sockets=2,cores=$((AB_CPUS / 2)),threads=1"
+VM_CPUS="$AB_CPUS" VM_SMP="$smp" VM_MEMORY=3G VM_TIMEOUT=3000 scripts/vm-run.sh --rwdir "$out" -- "$guest"
+cmd="sudo bench/ab.sh $1 $2 (ROUNDS=$ROUNDS AB_CPUS=$AB_CPUS BENCH_PARTS=$BENCH_PARTS)"
+/usr/bin/python3 bench/ab_report.py "$out" "$a" "$b" "$ROUNDS" "$cmd" > bench/ab-report.md
+echo "wrote bench/ab-report.md"
