@@ -17,15 +17,7 @@ ROUNDS="${ROUNDS:-2}"
 AB_CPUS="${AB_CPUS:-2}"
 BENCH_PARTS="${BENCH_PARTS:-hackbench,sharing,reqresp}"
 
-scripts/setup-host.sh >/dev/null
-for p in rt-tests bpftool; do
-    dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -q '^installed$' ||
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$p" >/dev/null
-done
-scripts/fetch-kernel.sh >/dev/null
-mkdir -p target/bench
-cc -Wall -Wextra -Werror -O2 bench/units.c -o target/bench/units
-cc -Wall -Wextra -Werror -O2 -pthread bench/reqresp.c -o target/bench/reqresp
+bench/prepare.sh
 
 # Each revision built from git in a worktree of its own.
 labels=()

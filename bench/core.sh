@@ -12,17 +12,8 @@ export PATH="$HOME/.cargo/bin:$PATH"
 BASELINE="${BASELINE:-d822ba4}"
 BENCH_CPUS="${BENCH_CPUS:-2 8}"
 
-scripts/setup-host.sh >/dev/null
-for p in rt-tests bpftool; do
-    dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -q '^installed$' ||
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$p" >/dev/null
-done
-scripts/fetch-kernel.sh >/dev/null
+bench/prepare.sh
 scripts/build.sh
-
-mkdir -p target/bench
-cc -Wall -Wextra -Werror -O2 bench/units.c -o target/bench/units
-cc -Wall -Wextra -Werror -O2 -pthread bench/reqresp.c -o target/bench/reqresp
 
 # The baseline, built from git in a worktree of its own.
 base_src=target/bench/baseline-src
