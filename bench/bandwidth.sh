@@ -6,6 +6,9 @@
 # one VM boot. Writes bench/bandwidth-report.md and bench/nginx-latency.png.
 #
 # Usage: sudo bench/bandwidth.sh
+# Env:   ROUNDS (default 3): nginx rounds; each round runs every scheduler
+#        once, in turn, so the emulation's drift within the boot hits them
+#        alike. The report gives the median of the rounds and each round.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -23,15 +26,21 @@ scripts/build.sh
 venv="$HOME/.cache/scx_fairquota/venv"
 "$venv/bin/python" -c "import matplotlib" 2>/dev/null || "$venv/bin/pip" install -q matplotlib
 
+ROUNDS="${ROUNDS:-3}"
 out=target/bench/bandwidth
 rm -rf "$out"; mkdir -p "$out"
 py=/usr/bin/python3
 bin=target/release/scx_fairquota
-VM_CPUS=2 VM_MEMORY=3G VM_TIMEOUT=3000 scripts/vm-run.sh --rwdir "$out" -- \
-    "$py bench/bw_guest.py $out default &&
-     $py bench/bw_guest.py $out fairquota $bin --max-stall-us 0 &&
-     $py bench/bw_guest.py $out smooth-5ms $bin --max-stall-us 5000 &&
-     $py bench/bw_guest.py $out smooth-10ms $bin --max-stall-us 10000"
-"$venv/bin/python" bench/bw_report.py "$out" "sudo bench/bandwidth.sh" \
+# label and scheduler command (none: the kernel's default scheduler)
+scheds=("default|" "fairquota|$bin --max-stall-us 0"
+        "smooth-5ms|$bin --max-stall-us 5000" "smooth-10ms|$bin --max-stall-us 10000")
+guest=""
+for part in $(seq -f "nginx-%g" 1 "$ROUNDS") shares; do
+    for s in "${scheds[@]}"; do
+        guest+="$py bench/bw_guest.py $out ${s%%|*} $part ${s#*|} && "
+    done
+done
+VM_CPUS=2 VM_MEMORY=3G VM_TIMEOUT=5400 scripts/vm-run.sh --rwdir "$out" -- "${guest}true"
+"$venv/bin/python" bench/bw_report.py "$out" "sudo bench/bandwidth.sh (ROUNDS=$ROUNDS)" \
     bench/nginx-latency.png > bench/bandwidth-report.md
 echo "wrote bench/bandwidth-report.md and bench/nginx-latency.png"

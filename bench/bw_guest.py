@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 """Bandwidth benchmark, run inside the sched_ext VM by bench/bandwidth.sh.
 
-Usage: bw_guest.py OUT_DIR LABEL [SCHEDULER ARGS...]
+Usage: bw_guest.py OUT_DIR LABEL PART [SCHEDULER ARGS...]
 With no scheduler binary the kernel's default scheduler (and CFS bandwidth
-control) runs. Two parts, written to OUT_DIR/LABEL.json:
-- nginx (one worker) in a cgroup whose cpu.max is each of max,
+control) runs. PART is one of two, written to OUT_DIR/LABEL.PART.json:
+- nginx-R (round R; bandwidth.sh alternates the schedulers round by round,
+  so a drift of the emulation's speed within the boot hits them alike):
+  nginx (one worker) in a cgroup whose cpu.max is each of max,
   200000/1000000, 20000/100000, 2000/10000, loaded by
   `wrk -t1 -c10 -d15s --latency` from outside the cgroup: req/s, latency
   percentiles, the cgroup's CPU share (cpu.stat usage_usec);
-- the share of every (quota, period) pair of issue 6 under cpu.max, CPU
+- shares: the share of every (quota, period) pair of issue 6 under cpu.max, CPU
   hogs in one cgroup per pair, from /proc/PID/schedstat.
 """
 import json
@@ -122,19 +124,21 @@ def share_part():
 
 
 def main():
-    out, label, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+    out, label, part, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     g.enable_cpu_controller()
     d = None
     if cmd:
         g.BIN = cmd[0]
         d = g.Daemon(out, f"bw-{label}", cmd[1:] + ["--stats-interval", "0"])
-    res = {"label": label, "args": cmd[1:], "kernel": os.uname().release}
-    res["nginx"] = nginx_part()
-    res["shares"] = share_part()
+    res = {"label": label, "part": part, "args": cmd[1:], "kernel": os.uname().release}
+    if part == "shares":
+        res["shares"] = share_part()
+    else:
+        res["nginx"] = nginx_part()
     if d:
         res["rc"] = d.stop()
         res["state_after"] = g.sched_state()
-    with open(os.path.join(out, f"{label}.json"), "w") as f:
+    with open(os.path.join(out, f"{label}.{part}.json"), "w") as f:
         json.dump(res, f, indent=1)
 
 

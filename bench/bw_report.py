@@ -26,70 +26,136 @@ def fmt(x, nd=1):
     return "n/a" if x is None else f"{x:.{nd}f}"
 
 
+def median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    m = len(xs) // 2
+    return xs[m] if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
+
+
+def load(d):
+    """{label: {part: result}} of every JSON file bandwidth.sh left."""
+    res = {}
+    for name in sorted(os.listdir(d)):
+        if name.endswith(".json"):
+            r = json.load(open(os.path.join(d, name)))
+            res.setdefault(r["label"], {})[r["part"]] = r
+    return {lb: res[lb] for lb in LABELS if lb in res}
+
+
+def round_rows(res):
+    """Per round: each nginx result with its % of that round's fair rate
+    and its p99 over that round's default 2ms/10ms p99."""
+    rounds = sorted((p for p in res["default"] if p.startswith("nginx-")),
+                    key=lambda p: int(p.split("-")[1]))
+    rows, fairs = {}, []
+    for rd in rounds:
+        base = res["default"][rd]["nginx"]
+        unl = base["max"]
+        fair = 0.2 * unl["rps"] / unl["share"]
+        fairs.append((rd, unl, fair))
+        ref = base["2000 10000"]["p99_ms"]
+        for lb, parts in res.items():
+            for lim, n in parts.get(rd, {}).get("nginx", {}).items():
+                n = dict(n)
+                if lim != "max":
+                    n["pct_fair"] = n["rps"] / fair * 100 if n["rps"] else None
+                    n["p99_rel"] = n["p99_ms"] / ref if n["p99_ms"] and ref else None
+                rows.setdefault((lb, lim), []).append(n)
+    return rounds, rows, fairs
+
+
+def spread(vals, nd, unit=""):
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return ""
+    return f"{fmt(median(vals), nd)}{unit} ({fmt(min(vals), nd)}-{fmt(max(vals), nd)})"
+
+
 def main():
     d, cmd, png = sys.argv[1], sys.argv[2], sys.argv[3]
-    res = {lb: json.load(open(os.path.join(d, f"{lb}.json")))
-           for lb in LABELS if os.path.exists(os.path.join(d, f"{lb}.json"))}
-    kernel = next(iter(res.values()))["kernel"]
-    unl = res["default"]["nginx"]["max"]
-    fair = 0.2 * unl["rps"] / unl["share"]
-    best_default_p99 = res["default"]["nginx"]["2000 10000"]["p99_ms"]
+    res = load(d)
+    kernel = next(iter(next(iter(res.values())).values()))["kernel"]
+    rounds, rows, fairs = round_rows(res)
     print("# Bandwidth benchmark: nginx under a 20% cpu.max, and share errors\n")
     print(f"- command: `{cmd}`")
     print(f"- kernel: {kernel} (Debian sid, sched_ext), virtme-ng VM, 2 vCPUs, single-threaded TCG")
     print(f"- date: {datetime.date.today().isoformat()}")
-    print("- all rows ran in one VM boot, one scheduler after the other; nginx has one worker in "
-          "cgroup `fq_web`, `wrk -t1 -c10 -d15s --latency` runs outside it; the share is the "
-          "cgroup's cpu.stat usage_usec over the run")
-    print(f"- unlimited run (default scheduler): {unl['rps']:.0f} req/s at {unl['share'] * 100:.0f}% of a "
-          f"CPU, so the fair rate at 20% is {fair:.0f} req/s\n")
+    print(f"- all rows ran in one VM boot: {len(rounds)} nginx rounds, each running every scheduler "
+          "once in turn (so a drift of the emulation's speed hits them alike), then the share "
+          "part once per scheduler. nginx has one worker in cgroup `fq_web`; "
+          "`wrk -t1 -c10 -d15s --latency` runs outside it; the share is the cgroup's cpu.stat "
+          "usage_usec over the run")
+    print("- the fair rate is what 20% of a CPU serves at the cost per request of the same round's "
+          "unlimited run under the default scheduler: " + "; ".join(
+              f"round {rd.split('-')[1]}: {u['rps']:.0f} req/s at {u['share'] * 100:.0f}% of a CPU, "
+              f"fair rate {f:.0f} req/s" for rd, u, f in fairs))
+    print("- each cell is the median of the rounds; ranges are (lowest-highest) over the rounds\n")
     print("## nginx at 20% of a CPU\n")
     print("| scheduler | cpu.max | req/s | % of fair rate | p50 ms | p90 ms | p99 ms | max ms | CPU share | "
           "p99 / default's 2ms/10ms p99 |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for lb, r in res.items():
+    for lb in res:
         for lim in ["max"] + LIMITS:
-            n = r["nginx"].get(lim)
-            if not n:
+            ns = rows.get((lb, lim))
+            if not ns:
                 continue
-            rel = (f"{n['p99_ms'] / best_default_p99:.2f}x" if lim != "max" and n["p99_ms"]
-                   and best_default_p99 else "")
-            pf = f"{n['rps'] / fair * 100:.0f}%" if lim != "max" and n["rps"] else ""
-            print(f"| {NAMES[lb]} | {lim} | {fmt(n['rps'], 0)} | {pf} | {fmt(n['p50_ms'], 2)} | "
-                  f"{fmt(n['p90_ms'], 1)} | {fmt(n['p99_ms'], 1)} | {fmt(n['max_ms'], 1)} | "
-                  f"{n['share'] * 100:.1f}% | {rel} |")
+            col = lambda k: [n.get(k) for n in ns]  # noqa: E731
+            share = median(col("share"))
+            print(f"| {NAMES[lb]} | {lim} | {fmt(median(col('rps')), 0)} | "
+                  f"{spread(col('pct_fair'), 0, '%')} | {fmt(median(col('p50_ms')), 2)} | "
+                  f"{fmt(median(col('p90_ms')), 1)} | {fmt(median(col('p99_ms')), 1)} | "
+                  f"{fmt(median(col('max_ms')), 1)} | {share * 100:.1f}% | "
+                  f"{spread(col('p99_rel'), 2, 'x')} |")
     print("\nTargets for smooth at every period: 19-21% of a CPU, >= 90% of the fair rate, "
           "p99 <= 0.75x the default scheduler's 2ms/10ms p99.\n")
-    print("![nginx p99 latency per period](nginx-latency.png)\n")
+    print("### Each round\n")
+    print("| scheduler | cpu.max | " + " | ".join(f"round {rd.split('-')[1]}: req/s, % fair, p99 ms"
+                                                  for rd in rounds) + " |")
+    print("|---|---|" + "---|" * len(rounds))
+    for lb in res:
+        for lim in ["max"] + LIMITS:
+            ns = rows.get((lb, lim))
+            if not ns:
+                continue
+            cells = [f"{fmt(n['rps'], 0)}, {fmt(n.get('pct_fair'), 0)}%, {fmt(n['p99_ms'], 1)}"
+                     if lim != "max" else f"{fmt(n['rps'], 0)}, , {fmt(n['p99_ms'], 1)}" for n in ns]
+            print(f"| {NAMES[lb]} | {lim} | " + " | ".join(cells) + " |")
+    print("\n![nginx p99 latency per period](nginx-latency.png)\n")
     print("## Share error of every (quota, period) under cpu.max\n")
     print("CPU hogs in one cgroup per pair (two for 150000/100000), the single-CPU pairs at once "
           "(1.2 CPUs of 2), each measured from /proc/PID/schedstat over 12 s (8 s for 150000/100000).\n")
-    pairs = list(res["default"]["shares"])
-    print("| quota/period | target | " + " | ".join(NAMES[lb] for lb in res) + " |")
-    print("|---|---|" + "---|" * len(res))
-    for pr in pairs:
+    shares = {lb: parts["shares"]["shares"] for lb, parts in res.items() if "shares" in parts}
+    print("| quota/period | target | " + " | ".join(NAMES[lb] for lb in shares) + " |")
+    print("|---|---|" + "---|" * len(shares))
+    for pr in shares["default"]:
         q, p = map(int, pr.split("/"))
         want = q / p
         cells = []
-        for lb in res:
-            s = res[lb]["shares"].get(pr)
+        for lb in shares:
+            s = shares[lb].get(pr)
             cells.append("n/a" if s is None else f"{s:.4f} ({(s - want) / want * 100:+.1f}%)")
         print(f"| {pr} | {want:.3f} | " + " | ".join(cells) + " |")
-    print("\nEvery scx_fairquota run detached cleanly: " + ", ".join(
-        f"{lb} exit {r.get('rc')}" for lb, r in res.items() if lb != "default"))
+    exits = [f"{lb} {part} exit {r.get('rc')}" for lb, parts in res.items() if lb != "default"
+             for part, r in parts.items()]
+    clean = all(r.get("rc") == 0 for lb, parts in res.items() if lb != "default" for r in parts.values())
+    print(f"\n{'Every' if clean else 'Not every'} scx_fairquota run detached cleanly: " + ", ".join(exits))
 
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
     xs = range(len(LIMITS))
     width = 0.8 / len(res)
-    for i, (lb, r) in enumerate(res.items()):
-        ys = [r["nginx"][lim]["p99_ms"] or 0 for lim in LIMITS]
-        ax.bar([x + i * width for x in xs], ys, width, label=NAMES[lb])
+    for i, lb in enumerate(res):
+        p99s = [[n["p99_ms"] or 0 for n in rows[(lb, lim)]] for lim in LIMITS]
+        mid = [median(v) for v in p99s]
+        err = [[m - min(v) for m, v in zip(mid, p99s)], [max(v) - m for m, v in zip(mid, p99s)]]
+        ax.bar([x + i * width for x in xs], mid, width, yerr=err, capsize=2, label=NAMES[lb])
     ax.set_xticks([x + width * (len(res) - 1) / 2 for x in xs])
     ax.set_xticklabels(["200 ms / 1 s", "20 ms / 100 ms", "2 ms / 10 ms"])
     ax.set_yscale("log")
     ax.set_ylabel("p99 latency (ms, log scale)")
     ax.set_xlabel("cpu.max of nginx's cgroup (all 20% of a CPU)")
-    ax.set_title("nginx p99 under wrk -t1 -c10, 2-vCPU VM")
+    ax.set_title(f"nginx p99 under wrk -t1 -c10, 2-vCPU VM (median and range of {len(rounds)} rounds)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(png)
