@@ -323,7 +323,13 @@ s32 BPF_STRUCT_OPS(fairquota_select_cpu, struct task_struct *p, s32 prev_cpu,
 	u64 now;
 	s32 cpu;
 
-	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	/*
+	 * Without SCX_WAKE_SYNC: with it, the kernel's pick puts the wakee
+	 * on the waker's CPU whenever any CPU is idle, behind a waker that
+	 * may run on, while the idle CPU stays idle.
+	 */
+	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags & ~SCX_WAKE_SYNC,
+				     &is_idle);
 	if (!is_idle || !tctx)
 		return cpu;
 
