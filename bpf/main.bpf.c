@@ -330,6 +330,8 @@ s32 BPF_STRUCT_OPS(fairquota_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 */
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags & ~SCX_WAKE_SYNC,
 				     &is_idle);
+	if (tctx)
+		tctx->sync_wake = !!(wake_flags & SCX_WAKE_SYNC);
 	if (!is_idle || !tctx)
 		return cpu;
 
@@ -353,7 +355,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	u64 now = bpf_ktime_get_ns(), key;
 	struct fq_config cfg;
 	struct task_ctx *tctx;
-	bool head;
+	bool head, sync;
 
 	read_config(&cfg);
 
@@ -387,6 +389,8 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	 */
 	head = tctx->fifo_head;
 	tctx->fifo_head = tctx->to_tail = false;
+	sync = tctx->sync_wake && (enq_flags & SCX_ENQ_WAKEUP);
+	tctx->sync_wake = false;
 	/*
 	 * A wait starts when the task becomes runnable; a requeue while it
 	 * waits (renice, affinity) does not restart its clock, so requeues
@@ -432,7 +436,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_FIFO, llc), cfg.slice_ns,
 				   enq_flags);
-		preempt_or_kick(p, tctx, &cfg, 0, enq_flags);
+		preempt_or_kick(p, tctx, 0, enq_flags, false);
 		return;
 	}
 
@@ -441,7 +445,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	key = rr_key(tctx, &cfg);
 	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg.slice_ns, key,
 				 enq_flags);
-	preempt_or_kick(p, tctx, &cfg, key, enq_flags);
+	preempt_or_kick(p, tctx, key, enq_flags, sync);
 }
 
 void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)

@@ -305,14 +305,23 @@ static bool may_preempt(const struct cpu_ctx *cctx, const struct task_ctx *tctx,
  * PREEMPT_SCAN_CPUS CPU ids, only when no CPU is idle.
  */
 static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
-			    const struct fq_config *cfg, u64 key,
-			    u64 enq_flags)
+			    u64 key, u64 enq_flags, bool sync)
 {
 	s32 cpu = scx_bpf_task_cpu(p), victim = -1, c;
 	u32 llc = llc_of(cpu), nr = scx_bpf_nr_cpu_ids(), i;
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	u64 dl = 0, worst = 0;
+	/*
+	 * A sync wakeup (@sync: a pipe or socket write) does not preempt
+	 * its waker: the waker usually blocks next (to read the answer),
+	 * and preempting it makes every exchange two context switches.
+	 * The wakee waits for the waker to block or its turn to end, unless
+	 * another CPU has a turn it may preempt.
+	 */
+	s32 waker = sync ? (s32)bpf_get_smp_processor_id() : -1;
 
+	if (cpu == waker)
+		cctx = NULL;
 	if (cctx && may_preempt(cctx, tctx, key, enq_flags, &dl)) {
 		victim = cpu;
 	} else {
@@ -325,7 +334,7 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 			if (i >= nr)
 				break;
 			c = (cpu + i) % nr;
-			if (llc_of(c) != llc ||
+			if (c == waker || llc_of(c) != llc ||
 			    !bpf_cpumask_test_cpu(c, p->cpus_ptr))
 				continue;
 			cctx = try_lookup_cpu_ctx(c);

@@ -109,7 +109,8 @@ struct task_ctx {
 	u8 parked;		/* waiting on a THROTTLED DSQ */
 	u8 urgent;		/* moved to URGENT; its turn is not preempted */
 	u8 ran_out;		/* it ran its last turn out (turn_ran_out()) */
-	u8 __pad[2];
+	u8 sync_wake;		/* woken by a sync wakeup (select_cpu), once */
+	u8 __pad[1];
 	s32 rr_cpu;		/* CPU whose nr_rr_waiting counts it, or -1 */
 	u32 rel_pending;	/* released by its cgroups, not run yet */
 	u32 __pad2;

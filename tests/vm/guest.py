@@ -453,6 +453,52 @@ print(n)
 """
 
 
+# A waker that goes on after its write: the parent writes a byte to its
+# child, computes for 1 ms (a third of the default slice: TCG adds to
+# it), then reads the answer, argv[1] times. Prints
+# the parent's involuntary context switches over the loop, and the loop
+# count.
+WRITE_THEN_WORK = """
+import os, re, sys, time
+def invol():
+    st = open("/proc/self/status").read()
+    return int(re.search(r"nonvoluntary_ctxt_switches:\\s+(\\d+)", st).group(1))
+r1, w1 = os.pipe()
+r2, w2 = os.pipe()
+if os.fork() == 0:
+    os.close(w1)
+    while os.read(r1, 1):
+        os.write(w2, b"x")
+    os._exit(0)
+os.close(r1)
+n = int(sys.argv[1])
+i0 = invol()
+for _ in range(n):
+    os.write(w1, b"x")
+    end = time.perf_counter() + 0.001
+    while time.perf_counter() < end:
+        pass
+    os.read(r2, 1)
+print(invol() - i0, n)
+os.close(w1)
+os.wait()
+"""
+
+
+def scenario_sync_wakeup(out):
+    """A pipe pair that may run on both CPUs, with a nice -5 (FIFO) hog
+    holding CPU 0, so both wait on CPU 1: does the woken child preempt its
+    parent, which computes for 1 ms after each write? (A sync wakeup does
+    not preempt its waker: queues.bpf.h, preempt_or_kick().)"""
+    d = Daemon(out, "sync-wakeup", ["--stats-interval", "0"])
+    hog = spawn_hog(-5, cpus=0)
+    time.sleep(2)
+    r = run_cmd([PY, "-c", WRITE_THEN_WORK, "300"], timeout=300)
+    kill_all([hog])
+    rc = d.stop()
+    return {"rc_pair": r["rc"], "out": r["stdout"].split(), "err": r["stderr"][-500:], "rc": rc}
+
+
 SLICE_LENGTHS_US = (2000, 3000, 5000)
 SLICE_LENGTHS_S = 8
 
@@ -1446,6 +1492,7 @@ SCENARIOS = {
     "reconfig": scenario_reconfig,
     "slices": scenario_slices,
     "slice_lengths": scenario_slice_lengths,
+    "sync_wakeup": scenario_sync_wakeup,
     "guard_many": scenario_guard_many,
     "exec_thread": scenario_exec_thread,
     "fifo_order": scenario_fifo_order,
