@@ -41,6 +41,6 @@ for part in $(seq -f "nginx-%g" 1 "$ROUNDS") shares; do
     done
 done
 VM_CPUS=2 VM_MEMORY=3G VM_TIMEOUT=5400 scripts/vm-run.sh --rwdir "$out" -- "${guest}true"
-"$venv/bin/python" bench/bw_report.py "$out" "sudo bench/bandwidth.sh (ROUNDS=$ROUNDS)" \
+"$venv/bin/python" bench/bw_report.py "$out" "sudo bench/bandwidth.sh (ROUNDS=$ROUNDS), build $(git rev-parse --short HEAD)" \
     bench/nginx-latency.png > bench/bandwidth-report.md
 echo "wrote bench/bandwidth-report.md and bench/nginx-latency.png"

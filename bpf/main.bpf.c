@@ -28,7 +28,11 @@
  *    slice_ns (split mode: divided by the RR tasks waiting per CPU of the
  *    LLC, plus one), decided when the turn
  *    starts. A waking RR task preempts the running RR turn with the
- *    latest deadline later than its own, on its CPU or else in its LLC.
+ *    latest deadline later than its own, on its CPU or else in its LLC,
+ *    but never its waker's after a sync wakeup (a pipe or socket write:
+ *    the waker usually blocks next). Wakeups go to an idle CPU when
+ *    there is one (the kernel's pick, without its sync shortcut, which
+ *    queued the wakee behind a running waker while a CPU stayed idle).
  *    A CPU going idle looks at its queues once more (ops.update_idle()),
  *    so no wakeup is lost to the moment between its last dispatch and its
  *    idle mark. A per-CPU BPF timer ends a slice that a tick would end
