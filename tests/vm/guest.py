@@ -431,9 +431,10 @@ def scenario_slice_lengths(out):
     return res
 
 
-# Ping-pong through two pipes for argv[1] seconds; prints the round trips.
-PING_PONG = """
-import os, sys, time
+# A parent and its child joined by two pipes (parent -> child: w1, child ->
+# parent: r2); the child answers every byte with one, until w1 closes.
+PIPE_PAIR = """
+import os, re, sys, time
 r1, w1 = os.pipe()
 r2, w2 = os.pipe()
 if os.fork() == 0:
@@ -442,6 +443,10 @@ if os.fork() == 0:
         os.write(w2, b"x")
     os._exit(0)
 os.close(r1)
+"""
+
+# Ping-pong through the pipes for argv[1] seconds; prints the round trips.
+PING_PONG = PIPE_PAIR + """
 end, n = time.monotonic() + float(sys.argv[1]), 0
 while time.monotonic() < end:
     os.write(w1, b"x")
@@ -452,25 +457,14 @@ os.wait()
 print(n)
 """
 
-
 # A waker that goes on after its write: the parent writes a byte to its
 # child, computes for 1 ms (a third of the default slice: TCG adds to
-# it), then reads the answer, argv[1] times. Prints
-# the parent's involuntary context switches over the loop, and the loop
-# count.
-WRITE_THEN_WORK = """
-import os, re, sys, time
+# it), then reads the answer, argv[1] times. Prints the parent's
+# involuntary context switches over the loop, and the loop count.
+WRITE_THEN_WORK = PIPE_PAIR + """
 def invol():
     st = open("/proc/self/status").read()
     return int(re.search(r"nonvoluntary_ctxt_switches:\\s+(\\d+)", st).group(1))
-r1, w1 = os.pipe()
-r2, w2 = os.pipe()
-if os.fork() == 0:
-    os.close(w1)
-    while os.read(r1, 1):
-        os.write(w2, b"x")
-    os._exit(0)
-os.close(r1)
 n = int(sys.argv[1])
 i0 = invol()
 for _ in range(n):
