@@ -334,9 +334,11 @@ s32 BPF_STRUCT_OPS(fairquota_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 */
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags & ~SCX_WAKE_SYNC,
 				     &is_idle);
-	if (tctx)
-		tctx->sync_wake = !!(wake_flags & SCX_WAKE_SYNC);
-	if (!is_idle || !tctx)
+	if (!tctx)
+		return cpu;
+	/* For ops.enqueue(), which the direct dispatch below skips. */
+	tctx->sync_wake = !is_idle && (wake_flags & SCX_WAKE_SYNC);
+	if (!is_idle)
 		return cpu;
 
 	/* Idle CPU: run @p there right away unless it is out of quota. */
