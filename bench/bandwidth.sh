@@ -13,15 +13,10 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
-scripts/setup-host.sh >/dev/null
-for p in nginx-light wrk; do
-    dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -q '^installed$' ||
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$p" >/dev/null
-done
+bench/prepare.sh nginx-light wrk
 # The host must not serve on the guest's port (the guest shares the root fs,
 # not the network); stop the packaged service the install started.
 systemctl disable --now nginx >/dev/null 2>&1 || true
-scripts/fetch-kernel.sh >/dev/null
 scripts/build.sh
 venv="$HOME/.cache/scx_fairquota/venv"
 "$venv/bin/python" -c "import matplotlib" 2>/dev/null || "$venv/bin/pip" install -q matplotlib
