@@ -86,10 +86,11 @@
  * A task is throttled where its turn ends (tick, slice timer, kick),
  * which may be inside a system call holding a sleeping lock: sched_ext
  * has no hook at the return to user space, where CFS throttles since
- * 6.18. The cost is bounded instead: a lock waiter waits at most the
- * holder's throttle (one sub-period in smooth mode), a parked task is
- * released within PARK_FORCE_MS, and exiting tasks and kernel threads
- * are never parked.
+ * 6.18. The cost is bounded instead: a lock waiter waits as long as the
+ * holder's throttle (about one sub-period in smooth mode; longer in a
+ * group with more runnable tasks than its tokens have turns for), never
+ * more than PARK_FORCE_MS, and exiting tasks and kernel threads are
+ * never parked.
  *
  * State (state.bpf.h). Task state is in task local storage (no pid keys:
  * exec from any thread and pid reuse cannot mix tasks; no entry limit).
