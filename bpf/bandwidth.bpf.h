@@ -130,34 +130,54 @@ static u64 release_time(const struct task_ctx *tctx,
  * is armed earlier already. Several CPUs may race here: the
  * compare-and-swap keeps the earliest deadline in @next_ns, and whoever
  * set it re-arms if an even earlier one landed while it was starting the
- * timer, so no deadline is lost. The first read is an atomic (a full
- * barrier): a task queued just before it is seen by the timer's callback,
- * or the callback's reset of @next_ns is seen here. Return false if the
- * timer could not be started (the deadline is withdrawn).
+ * timer, so no deadline is lost. A deadline is never set closer than
+ * TIMER_RACE_NS, and one already armed that close is not trusted: its
+ * timer may be firing on another CPU, its callback past the queue the
+ * caller is parking a task on (a task queued by ops.enqueue() lands there
+ * after it returns) and with nothing left to wait for, so it would not
+ * re-arm. It is moved TIMER_RACE_NS ahead (the tasks due then wait that
+ * much longer). Return false if the timer could not be started (the
+ * deadline is withdrawn).
  */
 static __always_inline bool timer_arm(struct bpf_timer *timer, u64 *next_ns,
 				      u64 when, u64 flags)
 {
-	u64 cur, again;
+	u64 cur, again, target, soon = bpf_ktime_get_ns() + TIMER_RACE_NS;
 	int i;
 
+	if (when < soon)
+		when = soon;
 	for (i = 0; i < 4; i++) {
 		cur = __sync_fetch_and_add(next_ns, 0);
-		if (cur && cur <= when)
+		if (cur >= soon && cur <= when)
 			return true;
-		if (__sync_val_compare_and_swap(next_ns, cur, when) != cur)
+		target = cur && cur < soon ? soon : when;
+		if (__sync_val_compare_and_swap(next_ns, cur, target) != cur)
 			continue;
-		if (bpf_timer_start(timer, when, BPF_F_TIMER_ABS | flags)) {
+		if (bpf_timer_start(timer, target, BPF_F_TIMER_ABS | flags)) {
 			/* Not armed (a deferred start can fail): undo. */
-			__sync_val_compare_and_swap(next_ns, when, cur);
+			__sync_val_compare_and_swap(next_ns, target, cur);
 			return false;
 		}
 		again = READ_ONCE(*next_ns);
-		if (again && again < when)
+		if (again && again < target)
 			bpf_timer_start(timer, again, BPF_F_TIMER_ABS | flags);
 		return true;
 	}
 	return true;
+}
+
+/*
+ * A timer's callback starts at @now: its deadline in @next_ns is spent,
+ * unless timer_arm() re-armed it for later meanwhile (then that one
+ * stands).
+ */
+static __always_inline void timer_fired(u64 *next_ns, u64 now)
+{
+	u64 old = __sync_lock_test_and_set(next_ns, 0);
+
+	if (old > now)
+		__sync_val_compare_and_swap(next_ns, 0, old);
 }
 
 /*
@@ -196,7 +216,8 @@ static struct cg_state *cg_parkable(u64 id)
 	if (__sync_val_compare_and_swap(&st->timer_state, CG_TIMER_NONE,
 					CG_TIMER_QUEUED) == CG_TIMER_NONE &&
 	    bpf_map_push_elem(&cg_timer_queue, &id, 0))
-		WRITE_ONCE(st->timer_state, CG_TIMER_NONE);
+		__sync_val_compare_and_swap(&st->timer_state, CG_TIMER_QUEUED,
+					    CG_TIMER_NONE);
 	return NULL;
 }
 
@@ -393,6 +414,18 @@ static void cg_release(struct bpf_iter_scx_dsq *it, struct task_struct *p,
 }
 
 /*
+ * The cgroup @id left the cpu controller (ops.cgroup_exit()) and its DSQ
+ * is empty: drop the DSQ, and the group's state unless a command-line
+ * limit still applies to it (its tasks then park on their LLCs).
+ */
+static void cg_drop(u64 id)
+{
+	scx_bpf_destroy_dsq(cg_dsq_id(id));
+	if (!bpf_map_lookup_elem(&cgroup_limits, &id))
+		bpf_map_delete_elem(&cgroup_states, &id);
+}
+
+/*
  * Release timer of limited cgroup *@key: release its parked tasks, oldest
  * first, as far as the group's tokens go. Each released task is expected
  * to take a turn, so a group with hundreds of runnable tasks releases a
@@ -401,7 +434,9 @@ static void cg_release(struct bpf_iter_scx_dsq *it, struct task_struct *p,
  * switches per period, charged to the group). The others keep their
  * place; the oldest is released anyway once parked PARK_FORCE_MS, so no
  * task nears the watchdog. A limit that was lifted releases everything.
- * Cost: O(tasks released) per run, whatever the number parked.
+ * A group whose cgroup exited (CG_TIMER_DYING) drops its DSQ once it is
+ * empty and CG_DYING_GRACE_NS have passed. Cost: O(tasks released) per
+ * run, whatever the number parked.
  */
 static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 {
@@ -411,7 +446,7 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 	struct fq_config cfg;
 
 	read_config(&cfg);
-	__sync_lock_test_and_set(&st->next_timer_ns, 0);
+	timer_fired(&st->next_timer_ns, now);
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		struct task_ctx *tctx = try_lookup_task_ctx(p);
 		u64 wait = 0, since, force;
@@ -438,6 +473,13 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 	/* Tasks parked while this ran are looked at soon. */
 	if (!next && scx_bpf_dsq_nr_queued(dsq) > 0)
 		next = now + SCAN_MIN_NS;
+	if (!next && READ_ONCE(st->timer_state) == CG_TIMER_DYING) {
+		if (now >= st->dying_ns + CG_DYING_GRACE_NS) {
+			cg_drop(id);
+			return 0;
+		}
+		next = st->dying_ns + CG_DYING_GRACE_NS;
+	}
 	if (next)
 		cg_timer_arm(st, next);
 	return 0;
@@ -464,10 +506,12 @@ static void cg_timers_setup(void)
 			err = bpf_timer_set_callback(&st->timer, cg_timerfn);
 		/*
 		 * A failure (the allocation may fail under pressure) is
-		 * retried at the group's next park.
+		 * retried at the group's next park. A group whose cgroup
+		 * exited meanwhile stays as it is.
 		 */
-		WRITE_ONCE(st->timer_state,
-			   err ? CG_TIMER_NONE : CG_TIMER_READY);
+		__sync_val_compare_and_swap(&st->timer_state, CG_TIMER_QUEUED,
+					    err ? CG_TIMER_NONE :
+						  CG_TIMER_READY);
 	}
 }
 

@@ -125,6 +125,13 @@ BW_FN void bw_refill(struct bw_bucket *b, u64 now, const struct bw_limit *l)
 		b->snap_ns = b->tokens_ns;
 		return;
 	}
+	/*
+	 * Debt past what limit @l allows (it was run up under a larger
+	 * quota, then the limit was lowered) is forgiven, so the throttle
+	 * stays within MAX_THROTTLE_NS of the new limit too.
+	 */
+	if (b->tokens_ns < -bw_max_debt(l))
+		b->tokens_ns = -bw_max_debt(l);
 	if (now < b->period_start_ns)
 		return;
 	n = (now - b->period_start_ns) / l->period_ns;

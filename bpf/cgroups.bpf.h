@@ -90,14 +90,25 @@ static void cg_kernel_set(struct cgroup *cgrp, u64 period_us, u64 quota_us,
 		.period_ns = period_us * NSEC_PER_USEC,
 		.burst_ns = burst_us * NSEC_PER_USEC,
 	};
-	bool had = bpf_map_lookup_elem(&cgroup_kernel_limits, &id);
+	struct bw_limit *old = bpf_map_lookup_elem(&cgroup_kernel_limits, &id);
 
+	/*
+	 * Only a change bumps the generation, which makes every task look
+	 * up its limited groups again: cgroups created and removed without
+	 * a limit (pods, systemd scopes) cost nothing.
+	 */
 	if (quota_us == (u64)-1 || !quota_us || !period_us) {
-		if (had && !bpf_map_delete_elem(&cgroup_kernel_limits, &id))
-			__sync_fetch_and_sub(&kern_nr_cgroups, 1);
+		if (!old || bpf_map_delete_elem(&cgroup_kernel_limits, &id))
+			return;
+		__sync_fetch_and_sub(&kern_nr_cgroups, 1);
+	} else if (old && old->quota_ns == l.quota_ns &&
+		   old->period_ns == l.period_ns &&
+		   old->burst_ns == l.burst_ns) {
+		return;
 	} else if (bpf_map_update_elem(&cgroup_kernel_limits, &id, &l, 0)) {
 		stat_inc(CNT_CG_FULL);
-	} else if (!had) {
+		return;
+	} else if (!old) {
 		__sync_fetch_and_add(&kern_nr_cgroups, 1);
 	}
 	__sync_fetch_and_add(&kern_cg_gen, 1);
@@ -119,6 +130,7 @@ struct cg_state {
 	/* Lock-free charging (cg_defer()), set under the lock at each charge: */
 	u64 fast_until_ns;	/* end of the bucket's current period */
 	u64 fast_max_ns;	/* most runtime a CPU holds uncharged */
+	u64 dying_ns;		/* CG_TIMER_DYING: when its cgroup exited */
 };
 
 /*
@@ -130,6 +142,9 @@ enum cg_timer_state {
 	CG_TIMER_NONE,
 	CG_TIMER_QUEUED,	/* its id is in cg_timer_queue */
 	CG_TIMER_READY,
+	CG_TIMER_DYING,		/* left the cpu controller with tasks parked on
+				 * its DSQ: its timer lets them go, then drops
+				 * the DSQ (cg_timerfn()); nothing parks there */
 };
 
 struct {

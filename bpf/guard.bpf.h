@@ -109,8 +109,12 @@ static bool llc_quiet(u32 llc)
 /*
  * Called at every tick of a CPU of @llc: bring the LLC's timer back to its
  * fast rate if it is slow (quiet LLC) or stopped (a failed start) while a
- * task waits here. One read of a per-LLC word on most ticks; the queue
- * lengths only while the timer is slow.
+ * task waits here, and home to a CPU of the LLC if it ran elsewhere. The
+ * timer runs pinned to the CPU that last armed it; ops.init() starts every
+ * LLC's timer on the loading CPU, and left there, the housekeeping of all
+ * LLCs of a many-LLC host would pile onto that one CPU. Two reads of
+ * per-LLC words on most ticks; the queue lengths only while the timer is
+ * slow.
  */
 static void llc_timer_keep(u32 llc, const struct fq_config *cfg, u64 now)
 {
@@ -120,14 +124,37 @@ static void llc_timer_keep(u32 llc, const struct fq_config *cfg, u64 now)
 	if (!lctx)
 		return;
 	next = READ_ONCE(lctx->next_timer_ns);
+	if (!READ_ONCE(lctx->timer_home) && next > now &&
+	    !__sync_val_compare_and_swap(&lctx->timer_home, 0, 1)) {
+		/* Same deadline, pinned to this CPU (one tick does it). */
+		bpf_timer_start(&lctx->timer, next,
+				BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
+		return;
+	}
 	if (!next || (next > when && llc_has_waiters(llc)))
 		llc_timer_arm(lctx, when);
 }
 
-/* Return true if urgent work waits in @llc (checked from ops.tick()). */
-static bool urgent_waiting(u32 llc)
+/*
+ * Return true if urgent work waits in @llc that @cpu may run (checked from
+ * ops.tick(), which then ends the running turn): one of the first
+ * URGENT_SCAN_TASKS urgent tasks is allowed on @cpu, or more wait (a
+ * longer queue is not scanned at every tick). A task pinned to another
+ * CPU does not cut every turn of the LLC while it waits for its own.
+ */
+static bool urgent_waiting(u32 llc, s32 cpu)
 {
-	return scx_bpf_dsq_nr_queued(dsq_id(DSQ_URGENT, llc)) > 0;
+	struct task_struct *p;
+	u32 seen = 0;
+
+	if (scx_bpf_dsq_nr_queued(dsq_id(DSQ_URGENT, llc)) <= 0)
+		return false;
+	bpf_for_each(scx_dsq, p, dsq_id(DSQ_URGENT, llc), 0) {
+		if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
+		    ++seen >= URGENT_SCAN_TASKS)
+			return true;
+	}
+	return false;
 }
 
 #endif /* __FAIRQUOTA_GUARD_BPF_H */

@@ -61,6 +61,23 @@ enum consts {
 	/* Smallest quota of a smooth-mode sub-period (see bw_smooth()). */
 	BW_MIN_SUB_QUOTA_NS	= 500ULL * 1000,
 
+	/*
+	 * A timer deadline closer than this may be firing already, its
+	 * callback past the queue a caller is parking a task on (the task
+	 * lands there only after ops.enqueue() returns): timer_arm() then
+	 * re-arms for this far ahead instead of trusting it.
+	 */
+	TIMER_RACE_NS		= 1000ULL * 1000,
+	/*
+	 * How long a cgroup that left the cpu controller keeps its DSQ after
+	 * the last task left it, for a park that had already seen the group
+	 * ready (ops.enqueue() inserts after it returns).
+	 */
+	CG_DYING_GRACE_NS	= 100ULL * 1000 * 1000,
+
+	/* Urgent tasks a tick looks at for one this CPU may run. */
+	URGENT_SCAN_TASKS	= 4,
+
 	/* Bounds of the per-LLC housekeeping timer's interval. */
 	SCAN_MIN_NS		= 2ULL * 1000 * 1000,
 	SCAN_MAX_NS		= 20ULL * 1000 * 1000,

@@ -59,7 +59,8 @@
  * runs every guard/4 (2..20 ms). It moves every RR task that has waited
  * guard_ns, and every FIFO task that has waited FIFO_MAX_WAIT_NS (1 s), to
  * the URGENT queue, which every CPU of the LLC serves first; a running
- * task gives way at its next tick. The daemon's threads are queued there
+ * task gives way at its next tick if one of the first urgent tasks may
+ * run on its CPU. The daemon's threads are queued there
  * directly (its stats must keep coming on a loaded host). That bounds
  * every wait, whatever the number of tasks or FIFO hogs (see guard.bpf.h
  * for the bound).
@@ -74,7 +75,9 @@
  * its LLC's THROTTLED queue, keyed by its release time; SCX_OPS_ENQ_LAST
  * parks even the last runnable task of a CPU. The LLC's timer releases
  * due tasks (it is armed for the earliest release through a
- * compare-and-swap, so no deadline is lost); the timer only reads the
+ * compare-and-swap, so no deadline is lost, and a deadline due within
+ * TIMER_RACE_NS is moved rather than trusted: its callback may already be
+ * past the queue a task is being parked on); the timer only reads the
  * buckets. Cgroup limits (cgroups.bpf.h) reuse the same bucket and
  * charge points: every limited cgroup on a task's path has a shared
  * bucket under its own lock, and a task is throttled when its own quota
@@ -82,7 +85,9 @@
  * group's own DSQ (one per cgroup of the cpu controller, FIFO); the
  * group's timer releases its tasks oldest first, as many as its tokens
  * have turns for, at O(tasks released) per release (a group of a
- * thousand runnable tasks no longer wakes them all each period).
+ * thousand runnable tasks no longer wakes them all each period). A group
+ * that leaves the cpu controller with tasks parked (ops.cgroup_exit())
+ * hands its DSQ to its timer, which lets them go and then drops it.
  * A task is throttled where its turn ends (tick, slice timer, kick),
  * which may be inside a system call holding a sleeping lock: sched_ext
  * has no hook at the return to user space, where CFS throttles since
@@ -106,8 +111,10 @@
  *
  * Scaling. Per context switch: one config copy (about 64 bytes), a few
  * DSQ operations on the LLC's queues, a per-CPU timer start for RR turns
- * of CPU-bound tasks that others wait for. Dispatch looks at other LLCs' queue lengths
- * (a read each) only when its own are empty. The housekeeping timer walks
+ * of CPU-bound tasks that others wait for. Dispatch reads the length of
+ * every LLC's FIFO queue when its own is empty (FIFO from anywhere before
+ * RR: O(LLCs) reads), and of other LLCs' URGENT and RR queues only when
+ * its own are empty too. The housekeeping timer walks
  * its LLC's queued tasks every guard/4: O(queued tasks) per LLC. A
  * limited cgroup costs a hash entry, a timer and a DSQ; its timer runs
  * when the group has parked tasks, at its releases. Stats:
@@ -308,7 +315,9 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 		return 0;
 	read_config(&cfg);
 	tick_learn(now);
-	WRITE_ONCE(lctx->next_timer_ns, 0);
+	timer_fired(&lctx->next_timer_ns, now);
+	WRITE_ONCE(lctx->timer_home,
+		   llc_of(bpf_get_smp_processor_id()) == llc);
 	rel = release_due(llc, &cfg, now);
 	cg_timers_setup();
 	guard_scan(llc, &cfg, now);
@@ -523,7 +532,7 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 	charge(p, tctx, &cfg, now, false);
 
 	/* Urgent work in this LLC: give way now (see guard.bpf.h). */
-	if (urgent_waiting(llc)) {
+	if (urgent_waiting(llc, cpu)) {
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}
@@ -681,6 +690,8 @@ void BPF_STRUCT_OPS(fairquota_update_idle, s32 cpu, bool idle)
 	bpf_for(kind, 0, DSQ_THROTTLED) {
 		struct task_struct *p;
 
+		if (!scx_bpf_dsq_nr_queued(dsq_id(kind, llc)))
+			continue;
 		bpf_for_each(scx_dsq, p, dsq_id(kind, llc), 0) {
 			if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
 				stat_inc(CNT_IDLE_KICK);
@@ -766,11 +777,18 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_cgroup_init, struct cgroup *cgrp,
 {
 	u64 id = BPF_CORE_READ(cgrp, kn, id);
 
+	struct cg_state *st = bpf_map_lookup_elem(&cgroup_states, &id);
+
 	/*
 	 * Its throttled tasks' queue, should it ever be limited. Without one
-	 * (no memory), they are parked on their LLCs instead.
+	 * (no memory), they are parked on their LLCs instead. A group back
+	 * in the controller before its timer dropped the old queue keeps
+	 * that one (the create fails).
 	 */
 	scx_bpf_create_dsq(cg_dsq_id(id), -1);
+	if (st)
+		__sync_val_compare_and_swap(&st->timer_state, CG_TIMER_DYING,
+					    CG_TIMER_READY);
 	/* The bandwidth arguments exist from 6.17 (the daemon says so). */
 	if (bpf_core_field_exists(args->bw_period_us))
 		cg_kernel_set(cgrp, args->bw_period_us, args->bw_quota_us,
@@ -784,15 +802,37 @@ void BPF_STRUCT_OPS(fairquota_cgroup_set_bandwidth, struct cgroup *cgrp,
 	cg_kernel_set(cgrp, period_us, quota_us, burst_us);
 }
 
+/*
+ * @cgrp leaves the cpu controller: it was removed (no task is left in it),
+ * or the controller was turned off above it, in which case its tasks stay
+ * and some may be parked on its DSQ, or being parked there. A group whose
+ * release timer is set up (the only way onto its DSQ) hands the DSQ to the
+ * timer, which lets those tasks go (its cpu.max no longer applies) and
+ * drops it (cg_drop()); destroying a DSQ with tasks on it is an error
+ * that ejects the scheduler.
+ */
 void BPF_STRUCT_OPS(fairquota_cgroup_exit, struct cgroup *cgrp)
 {
 	u64 id = BPF_CORE_READ(cgrp, kn, id);
+	struct cg_state *st;
 
 	cg_kernel_set(cgrp, 0, (u64)-1, 0);
-	if (!bpf_map_lookup_elem(&cgroup_limits, &id))
-		bpf_map_delete_elem(&cgroup_states, &id);
-	/* Empty: a cgroup exits when no task is left in it or below it. */
-	scx_bpf_destroy_dsq(cg_dsq_id(id));
+	st = bpf_map_lookup_elem(&cgroup_states, &id);
+	if (st)
+		/* Set first: the timer reads it once the state is DYING. */
+		WRITE_ONCE(st->dying_ns, bpf_ktime_get_ns());
+	if (st && __sync_val_compare_and_swap(&st->timer_state, CG_TIMER_READY,
+					      CG_TIMER_DYING) ==
+			  CG_TIMER_READY) {
+		if (cg_timer_arm(st, st->dying_ns))
+			return;
+		/* No timer (cannot happen once set up): drop it now. */
+		if (scx_bpf_dsq_nr_queued(cg_dsq_id(id)) > 0) {
+			scx_bpf_error("cgroup %llu exited with parked tasks", id);
+			return;
+		}
+	}
+	cg_drop(id);
 }
 
 void BPF_STRUCT_OPS(fairquota_exit, struct scx_exit_info *ei)

@@ -412,6 +412,9 @@ static bool rr_keep_prev(struct task_ctx *pctx, s32 cpu, u32 llc, u64 now,
 	struct task_struct *head;
 	u32 seen = 0;
 
+	/* Nothing queued: no iterator (it takes the queue's lock per step). */
+	if (!scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))
+		return true;
 	if (vtime < pctx->vtime)
 		vtime = pctx->vtime;
 	dl = rr_deadline(vtime, slice_ns, pctx->weight);

@@ -189,7 +189,8 @@ struct llc_ctx {
 	u64 next_timer_ns;	/* when the timer is armed for, 0 = running */
 	u32 waiting_avg;	/* RR tasks waiting, x WAIT_AVG_ONE, moving
 				 * average over timer runs (pull_rr_work()) */
-	u32 __pad32;
+	u32 timer_home;		/* its timer last ran on a CPU of this LLC
+				 * (llc_timer_keep()) */
 	u64 __pad[4];
 };
 

@@ -101,6 +101,22 @@ static void debt_is_capped_within_watchdog(void)
 	      MAX_THROTTLE_NS);
 }
 
+static void lowered_limit_forgives_excess_debt(void)
+{
+	struct bw_bucket b = { 0 };
+	u64 period = 100 * MS;
+
+	/* Debt run up under 50 ms/100 ms: capped at 19 quotas, 950 ms. */
+	bw_refill(&b, 1, L(50 * MS, period));
+	bw_charge(&b, 5000 * MS, L(50 * MS, period));
+	CHECK(b.tokens_ns == -950 * (s64)MS);
+	/* Lowered to 1 ms/100 ms: 950 periods of debt, 95 s, unless forgiven. */
+	bw_refill(&b, 2, L(1 * MS, period));
+	CHECK(b.tokens_ns == -19 * (s64)MS);
+	CHECK(bw_release_at(&b, L(1 * MS, period)) - b.period_start_ns <=
+	      MAX_THROTTLE_NS);
+}
+
 /*
  * Simulate a CPU hog whose slice is capped at its tokens but whose expiry
  * is only seen at 4 ms ticks (HZ=250), charged with bw_charge_span(). Each
@@ -450,6 +466,7 @@ int main(void)
 	idle_periods_do_not_accumulate();
 	release_at_exact_boundaries();
 	debt_is_capped_within_watchdog();
+	lowered_limit_forgives_excess_debt();
 	tick_overrun_keeps_exact_share();
 	span_is_split_at_period_boundaries();
 	runtime_before_the_period_is_not_dropped();

@@ -572,8 +572,35 @@ def test_cgroup_fifo_task(binary, tmp_path):
     ])
 
 
+def test_cgroup_gone_under_throttle(binary, tmp_path):
+    """The cpu controller turned off above a group limited by its cpu.max
+    at 2000/100000 (4 hogs) while they are throttled: the group leaves the
+    controller with its tasks parked on its queue. They are let go
+    (unlimited now) and the scheduler stays attached (it was ejected:
+    "attempting to destroy in-use dsq"). A sibling limited to 10000/100000
+    by --cgroup keeps its limit."""
+    r = run_scenario("cgroup_gone", tmp_path)
+    (off0, cli0), (off1, cli1) = r["limited"], r["after"]
+    errors = [x for x in r["dmesg_sched_ext"] if "disabled" in x and "unregistered" not in x]
+    check_all([
+        ("cpu.max 2000/100000 group before", pct(off0), "2% +- 1", abs(off0 - 0.02) <= 0.01),
+        ("--cgroup 10000/100000 group before", pct(cli0), "10% +- 2", abs(cli0 - 0.10) <= 0.02),
+        ("scheduler after the controller went", r["state_after"][0], "enabled",
+         r["state_after"][0] == "enabled"),
+        ("group out of the cpu controller (4 hogs, 2 vCPUs)", pct(off1), ">= 100% (unlimited)", off1 >= 1.0),
+        ("--cgroup group after", pct(cli1), "10% +- 2", abs(cli1 - 0.10) <= 0.02),
+        ("scheduler at the end", r["state_end"][0], "enabled", r["state_end"][0] == "enabled"),
+        ("kernel: no sched_ext error", errors, "[]", not errors),
+        ("exit status", r["rc"], "0", r["rc"] == 0),
+    ])
+
+
 def test_cgroup_scale(binary, tmp_path):
     r = run_scenario("cgroup_scale", tmp_path)
+    if "spin_wait" in r:
+        w = r["spin_wait"]
+        print(f"the 1,000-thread process did not start: wchan {w['wchan']}, stat {w['stat']}\n"
+              f"{w['stack']}\n" + "\n".join(w["blocked"]))
     print(f"2,500 mkdirs took {r['mkdir_2500_s']:.1f} s, 1,000 create/limit/remove {r['churn_s']:.1f} s")
     checks = []
     for rel, (share, want) in r["shares"].items():
@@ -766,20 +793,32 @@ def bogo_ops(stress_out, name):
     return 0
 
 
+SOAK_MAX_SAMPLE_GAP_S = 20
+
+
 def soak_checks(r):
     """The assertions of a soak run (the CI variant here, the 10-minute
     one in bench/soak.sh, which imports this). What is asserted is the
     scheduler's: never anything but enabled, every stressor and every
     operation successful, a clean exit. The driver tries a `set` and a new
-    cgroup every second and samples twice a second; under single-threaded
-    TCG with this load it manages about one every 1.5-2 s, so the counts
-    are asserted at a third of the seconds and reported."""
+    cgroup every second and samples the state twice a second, from Python
+    threads of one process (one interpreter lock, each fork and exec
+    emulated); under single-threaded TCG with this load it manages one
+    sample every 1.5-3 s, a `set` every 1.5-2 s and a cgroup every 3-5 s,
+    depending on the boot's speed. So the samples are asserted to cover the
+    run (no interval without one longer than SOAK_MAX_SAMPLE_GAP_S, from
+    the start to the end of the load) rather than counted, and the counts
+    of operations at a fraction of the seconds; all are reported."""
+    samples = [s for _, s in r["samples"]]
+    times = [0.0] + [t for t, _ in r["samples"]] + [float(r["seconds"])]
+    gap = max(b - a for a, b in zip(times, times[1:]))
     stress_ok = r["stress_rc"] == 0 and "successful run completed" in r["stress_out"]
     stressors = {s: bogo_ops(r["stress_out"], s) > 0 for s in ("cpu", "fork", "affinity", "switch", "exec")}
-    not_enabled = [s for s in r["samples"] if s != "enabled"]
+    not_enabled = [s for s in samples if s != "enabled"]
     return [
-        ("state samples, all 'enabled'", len(r["samples"]), f">= {r['seconds'] // 2}, none other",
-         len(r["samples"]) >= r["seconds"] // 2 and not not_enabled),
+        ("state samples, all 'enabled' (count, longest interval without one, s)",
+         (len(samples), round(gap, 1)), f"interval <= {SOAK_MAX_SAMPLE_GAP_S} s, none other",
+         gap <= SOAK_MAX_SAMPLE_GAP_S and not not_enabled),
         ("stress-ng exit status", r["stress_rc"], "0, successful run completed", stress_ok),
         ("stress-ng stressors with bogo ops > 0", sorted(k for k, v in stressors.items() if v),
          "cpu fork affinity switch exec", all(stressors.values())),

@@ -928,6 +928,41 @@ def scenario_cgroups(out):
     return res
 
 
+def scenario_cgroup_gone(out):
+    """The cpu controller turned off above a group limited by its own
+    cpu.max while its tasks are parked on its queue: the group leaves the
+    controller (ops.cgroup_exit()) with its tasks still in it, unlimited
+    from then on. A second group, limited by --cgroup, is looked at
+    alongside: its limit does not depend on the controller."""
+    res = {}
+    enable_cpu_controller()
+    make_cgroup("fq_off/c")
+    make_cgroup("fq_off/cli")
+    write_cg("fq_off", "cgroup.subtree_control", "+cpu")
+    write_cg("fq_off/c", "cpu.max", "2000 100000")
+    d = Daemon(out, "cgroup-gone", ["--cgroup", "fq_off/cli=10000/100000"])
+    off = [spawn_hog(0) for _ in range(4)]
+    cli = [spawn_hog(0) for _ in range(2)]
+    for h in off:
+        move_to_cgroup(h.pid, "fq_off/c")
+    for h in cli:
+        move_to_cgroup(h.pid, "fq_off/cli")
+    time.sleep(3)
+    res["limited"] = group_share([[h.pid for h in off], [h.pid for h in cli]], 5)
+    write_cg("fq_off", "cgroup.subtree_control", "-cpu")
+    time.sleep(3)
+    res["state_after"] = sched_state()
+    res["after"] = group_share([[h.pid for h in off], [h.pid for h in cli]], 5)
+    res["state_end"] = sched_state()
+    kill_all(off + cli)
+    res["rc"] = d.stop()
+    res["stdout"] = d.stdout()
+    res["stderr"] = d.stderr()
+    res["dmesg_sched_ext"] = [line for line in run_cmd(["dmesg"])["stdout"].splitlines()
+                              if "sched_ext" in line][-10:]
+    return res
+
+
 def enable_cpu_controller():
     with open(os.path.join(CG, "cgroup.subtree_control"), "w") as f:
         f.write("+cpu")
@@ -1116,6 +1151,15 @@ def scenario_cgroup_scale(out):
         if res["threads"] >= 1000:
             break
         time.sleep(0.5)
+    if res["threads"] < 1000:
+        # Where the process waits (for the report of a failure).
+        res["spin_wait"] = {"wchan": open(f"/proc/{spin.pid}/wchan").read(),
+                            "stat": open(f"/proc/{spin.pid}/stat").read(),
+                            "stack": open(f"/proc/{spin.pid}/stack").read()}
+        with open("/proc/sysrq-trigger", "w") as f:
+            f.write("w")
+        time.sleep(1)
+        res["spin_wait"]["blocked"] = run_cmd(["dmesg"])["stdout"].splitlines()[-150:]
     write_cg("fqs_one", "cpu.max", "1000 100000")
     time.sleep(2)
     u0, t0 = cpu_stat_usage("fqs_one"), time.monotonic()
@@ -1451,7 +1495,7 @@ def scenario_soak(out):
                 res["churn_errors"].append(repr(e))
 
     res["removed"] = 0
-    threads = [every(0.5, lambda: res["samples"].append(sched_state()[0])),
+    threads = [every(0.5, lambda: res["samples"].append((time.monotonic() - t0, sched_state()[0]))),
                every(0, hackbench), every(1.0, reconfigure), every(1.0, churn),
                every(0.2, lambda: reap(1))]
     for t in threads:
@@ -1497,6 +1541,7 @@ SCENARIOS = {
     "cgroups": scenario_cgroups,
     "cgroup_exact": scenario_cgroup_exact,
     "cgroup_scale": scenario_cgroup_scale,
+    "cgroup_gone": scenario_cgroup_gone,
     "cgroup_fifo": scenario_cgroup_fifo,
 }
 
