@@ -2,23 +2,56 @@
 # SPDX-License-Identifier: GPL-2.0
 """Turn bench/core.sh's JSON results into bench/core-report.md.
 
+Each scheduler's runs are named <scheduler>-<round>.json; a column is the
+mean of its rounds, and with more than one round the report also gives
+the ratio of each round (fairquota / default of the same round).
+
 Usage: report.py RESULTS_DIR COMMAND
 """
 import datetime
 import json
 import os
+import statistics
 import sys
+
+SCHEDULERS = ("default", "fairquota", "baseline")
 
 
 def load(d):
+    """{cpus: {scheduler: [result of round 1, round 2, ...]}}"""
     out = {}
     for cpus in sorted(os.listdir(d), key=int):
-        out[cpus] = {}
-        for label in ("default", "fairquota", "baseline"):
-            p = os.path.join(d, cpus, f"{label}.json")
-            if os.path.exists(p):
-                out[cpus][label] = json.load(open(p))
+        out[cpus] = {s: [] for s in SCHEDULERS}
+        names = sorted(f for f in os.listdir(os.path.join(d, cpus)) if f.endswith(".json"))
+        for f in sorted(names, key=lambda f: int(f[:-5].rpartition("-")[2] or 0)):
+            sched = f[:-5].rpartition("-")[0]
+            if sched in out[cpus]:
+                out[cpus][sched].append(json.load(open(os.path.join(d, cpus, f))))
     return out
+
+
+def mean_of(runs, get):
+    """Mean of @get over @runs (None if a run lacks it or there are none)."""
+    try:
+        vals = [get(x) for x in runs]
+    except (KeyError, TypeError):
+        return None
+    return statistics.mean(vals) if vals and None not in vals else None
+
+
+def round_ratios(f, d, get):
+    """Each round's fairquota / default, as "a-b" (min-max) when rounds > 1."""
+    rs = []
+    for fx, dx in zip(f, d):
+        try:
+            fv, dv = get(fx), get(dx)
+        except (KeyError, TypeError):
+            return ""
+        if fv is not None and dv:
+            rs.append(fv / dv)
+    if len(rs) < 2:
+        return ""
+    return f"{min(rs):.2f}-{max(rs):.2f}x"
 
 
 def ratio(a, b):
@@ -31,28 +64,34 @@ def fmt(x, nd=1):
 
 def main():
     res, cmd = load(sys.argv[1]), sys.argv[2]
-    kernel = next((r["kernel"] for c in res.values() for r in c.values()), "?")
+    kernel = next((r[0]["kernel"] for c in res.values() for r in c.values() if r), "?")
+    rounds = max((len(r) for c in res.values() for r in c.values()), default=0)
     print("# Core benchmarks: scx_fairquota vs the default scheduler\n")
     print(f"- command: `{cmd}`")
     print(f"- kernel: {kernel} (Debian sid, sched_ext), virtme-ng VM under single-threaded TCG")
     print(f"- date: {datetime.date.today().isoformat()}")
     print("- each column ran in the same VM boot, one after the other; ratios are "
           "scx_fairquota / default (baseline = the build before core v2)")
+    if rounds > 1:
+        print(f"- {rounds} rounds per VM in rotated order (default fairquota baseline, then "
+              "fairquota baseline default, ...): each column is the mean of its rounds, the "
+              "ratio is that of the means, and 'per round' gives the range of the rounds' "
+              "own ratios (the emulation's speed drifts within a boot)")
     print("- process sharing: k processes of 300 units of ~1 ms pinned to one CPU, 3 runs each; "
           "throughput is k per second of the span from the first unit to the last (process "
           "start-up not counted), both sharing columns are medians of the 3 runs\n")
     for cpus, r in res.items():
-        d, f, b = r.get("default"), r.get("fairquota"), r.get("baseline")
+        d, f, b = r["default"], r["fairquota"], r["baseline"]
         if not (d and f):
             continue
         print(f"## {cpus} vCPUs" + (" (2 sockets = 2 LLCs)" if int(cpus) >= 4 else "") + "\n")
-        print("| metric | default | fairquota | baseline | fairquota / default | target |")
-        print("|---|---|---|---|---|---|")
+        print("| metric | default | fairquota | baseline | fairquota / default | per round | target |")
+        print("|---|---|---|---|---|---|---|")
 
         def row(name, get, target, nd=1):
-            dv, fv = get(d), get(f)
-            bv = get(b) if b else None
-            print(f"| {name} | {fmt(dv, nd)} | {fmt(fv, nd)} | {fmt(bv, nd)} | {ratio(fv, dv)} | {target} |")
+            dv, fv, bv = mean_of(d, get), mean_of(f, get), mean_of(b, get)
+            print(f"| {name} | {fmt(dv, nd)} | {fmt(fv, nd)} | {fmt(bv, nd)} | {ratio(fv, dv)} | "
+                  f"{round_ratios(f, d, get)} | {target} |")
 
         row("hackbench -g 4 -l 500, median of 3 (s)", lambda x: x["hackbench"]["median_s"], "<= 1.0x", 3)
         for k in ("p50_us", "p99_us", "max_us"):
@@ -69,21 +108,28 @@ def main():
                     tgt if lab != "alone" else "", 1)
         print()
         print("BPF run time per struct_ops call (ns, `kernel.bpf_stats_enabled`), during the runs above:\n")
-        print("| program | fairquota calls | fairquota ns/call | baseline calls | baseline ns/call |")
-        print("|---|---|---|---|---|")
-        fb = f.get("bpf", {})
-        bb = (b or {}).get("bpf", {})
-        for name in sorted(set(fb) | set(bb)):
-            fv, bv = fb.get(name, {}), bb.get(name, {})
-            print(f"| {name} | {fv.get('calls', '')} | {fmt(fv.get('ns_per_call'), 0)} | "
-                  f"{bv.get('calls', '')} | {fmt(bv.get('ns_per_call'), 0)} |")
+        print("| program | fairquota calls | fairquota ns/call | baseline calls | baseline ns/call "
+              "| fairquota / baseline |")
+        print("|---|---|---|---|---|---|")
+        progs = sorted({p for x in f + b for p in x.get("bpf", {})})
+        for name in progs:
+            cols = []
+            for runs in (f, b):
+                have = [x["bpf"][name] for x in runs if name in x.get("bpf", {})]
+                calls = sum(v["calls"] for v in have) // len(have) if have else None
+                ns = statistics.mean(v["ns_per_call"] for v in have) if have else None
+                cols.append((calls, ns))
+            (fc, fn), (bc, bn) = cols
+            print(f"| {name} | {'' if fc is None else fc} | {fmt(fn, 0)} | "
+                  f"{'' if bc is None else bc} | {fmt(bn, 0)} | {ratio(fn, bn)} |")
         print()
-        for lab, x in (("fairquota", f), ("baseline", b)):
-            if x:
-                print(f"- {lab}: ops `{x.get('ops')}`, state at the end `{x.get('state_at_end')}`, "
-                      f"exit status {x.get('sched_rc')}")
+        for lab, runs in (("fairquota", f), ("baseline", b)):
+            for i, x in enumerate(runs, 1):
+                print(f"- {lab} round {i}: ops `{x.get('ops')}`, state at the end "
+                      f"`{x.get('state_at_end')}`, exit status {x.get('sched_rc')}")
         print()
-    print("Raw numbers: `target/bench/results/<cpus>/<scheduler>.json` after a run.")
+    print("Raw numbers: `target/bench/results/<cpus>/<scheduler>-<round>.json` after a run; "
+          "the BPF table gives calls per round and the mean ns per call.")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 """Write the soak report (markdown) from the guest's soak.json, with the
 same checks as tests/test_vm.py::test_soak_short.
 
-Usage: soak_report.py SOAK_JSON COMMAND > bench/soak-report.md
+Usage: soak_report.py SOAK_JSON COMMAND VCPUS > bench/soak-report.md
 """
 import datetime
 import json
@@ -14,13 +14,20 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from test_vm import bogo_ops, soak_checks  # noqa: E402
 
 
+def vm_shape(cpus):
+    """The VM's CPUs as soak.sh boots them (two sockets from 4 vCPUs)."""
+    n = int(cpus)
+    return f"{n} vCPUs" if n < 4 else f"{n} vCPUs (2 sockets = 2 LLCs)"
+
+
 def main():
     r = json.load(open(sys.argv[1]))
     checks = soak_checks(r)
     kernel = r.get("kernel", "?")
     print("# Reliability soak: scx_fairquota under load and faults\n")
     print(f"- command: `{sys.argv[2]}`")
-    print(f"- kernel: {kernel} (Debian sid, sched_ext), virtme-ng VM, 2 vCPUs under single-threaded TCG")
+    print(f"- kernel: {kernel} (Debian sid, sched_ext), virtme-ng VM, "
+          f"{vm_shape(sys.argv[3])} under single-threaded TCG")
     print(f"- date: {datetime.date.today().isoformat()}")
     print(f"- length: {r['seconds']} s of load ({r['elapsed']:.0f} s with the stress-ng wind-down)")
     print(f"- result: **{'PASS' if all(c[3] for c in checks) else 'FAIL'}** "
