@@ -31,12 +31,12 @@ if [ ! -x target/bench/baseline-target/release/scx_fairquota ]; then
 fi
 
 out=target/bench/results
-rm -rf "$out"; mkdir -p "$out"
+mkdir -p "$out"
 py=/usr/bin/python3
 bins=(default "fairquota target/release/scx_fairquota"
       "baseline target/bench/baseline-target/release/scx_fairquota")
 for cpus in $BENCH_CPUS; do
-    mkdir -p "$out/$cpus"
+    rm -rf "${out:?}/$cpus"; mkdir -p "$out/$cpus"
     smp=""
     [ "$cpus" -ge 4 ] && smp="sockets=2,cores=$((cpus / 2)),threads=1"
     guest=true

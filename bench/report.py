@@ -73,10 +73,10 @@ def main():
     print("- each column ran in the same VM boot, one after the other; ratios are "
           "scx_fairquota / default (baseline = the build before core v2)")
     if rounds > 1:
-        print(f"- {rounds} rounds per VM in rotated order (default fairquota baseline, then "
-              "fairquota baseline default, ...): each column is the mean of its rounds, the "
-              "ratio is that of the means, and 'per round' gives the range of the rounds' "
-              "own ratios (the emulation's speed drifts within a boot)")
+        print("- a section of several rounds (in its title) ran them in one VM in rotated order "
+              "(default fairquota baseline, then fairquota baseline default, ...): each column "
+              "is the mean of its rounds, the ratio is that of the means, and 'per round' gives "
+              "the range of the rounds' own ratios (the emulation's speed drifts within a boot)")
     print("- process sharing: k processes of 300 units of ~1 ms pinned to one CPU, 3 runs each; "
           "throughput is k per second of the span from the first unit to the last (process "
           "start-up not counted), both sharing columns are medians of the 3 runs\n")
@@ -84,7 +84,9 @@ def main():
         d, f, b = r["default"], r["fairquota"], r["baseline"]
         if not (d and f):
             continue
-        print(f"## {cpus} vCPUs" + (" (2 sockets = 2 LLCs)" if int(cpus) >= 4 else "") + "\n")
+        n = len(f)
+        print(f"## {cpus} vCPUs" + (" (2 sockets = 2 LLCs)" if int(cpus) >= 4 else "") +
+              (f", {n} rounds" if n > 1 else "") + "\n")
         print("| metric | default | fairquota | baseline | fairquota / default | per round | target |")
         print("|---|---|---|---|---|---|---|")
 

@@ -75,9 +75,6 @@ enum consts {
 	 */
 	CG_DYING_GRACE_NS	= 100ULL * 1000 * 1000,
 
-	/* Urgent tasks a tick looks at for one this CPU may run. */
-	URGENT_SCAN_TASKS	= 4,
-
 	/* Bounds of the per-LLC housekeeping timer's interval. */
 	SCAN_MIN_NS		= 2ULL * 1000 * 1000,
 	SCAN_MAX_NS		= 20ULL * 1000 * 1000,

@@ -59,8 +59,8 @@
  * runs every guard/4 (2..20 ms). It moves every RR task that has waited
  * guard_ns, and every FIFO task that has waited FIFO_MAX_WAIT_NS (1 s), to
  * the URGENT queue, which every CPU of the LLC serves first; a running
- * task gives way at its next tick if one of the first urgent tasks may
- * run on its CPU. The daemon's threads are queued there
+ * task gives way at its next tick unless the only urgent task may not run
+ * on its CPU. The daemon's threads are queued there
  * directly (its stats must keep coming on a loaded host). That bounds
  * every wait, whatever the number of tasks or FIFO hogs (see guard.bpf.h
  * for the bound).
