@@ -187,6 +187,8 @@ enum counter_idx {
 	CNT_CG_LOCKED,		/* runtime charged to a limited cgroup under its lock */
 	CNT_CG_HELD,		/* runtime held on a CPU, charged later (no lock) */
 	CNT_SLICE_ARM,		/* a slice timer was started for a turn */
+	CNT_RCU_BOOST,		/* a task preempted in an RCU reader went first */
+	CNT_KTHREAD_BOOST,	/* a kernel thread that woke went first */
 	NR_COUNTERS,
 };
 

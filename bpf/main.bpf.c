@@ -61,7 +61,10 @@
  * the URGENT queue, which every CPU of the LLC serves first; a running
  * task gives way at its next tick unless the only urgent task may not run
  * on its CPU. The daemon's threads are queued there
- * directly (its stats must keep coming on a loaded host). That bounds
+ * directly (its stats must keep coming on a loaded host), and a task
+ * preempted inside an RCU read-side section goes to its head (every RCU
+ * grace period waits for it; 21 s of waiting is an RCU stall, which
+ * ejects the scheduler). That bounds
  * every wait, whatever the number of tasks or FIFO hogs (see guard.bpf.h
  * for the bound).
  *
@@ -95,7 +98,9 @@
  * holder's throttle (about one sub-period in smooth mode; longer in a
  * group with more runnable tasks than its tokens have turns for), never
  * more than PARK_FORCE_MS, and exiting tasks and kernel threads are
- * never parked.
+ * never parked, nor a task inside an RCU read-side section (a preempted
+ * reader holds up every RCU grace period): it runs on, at least
+ * slice_min_ns a turn, until it has left the section.
  *
  * State (state.bpf.h). Task state is in task local storage (no pid keys:
  * exec from any thread and pid reuse cannot mix tasks; no entry limit).
@@ -378,7 +383,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	u64 now = bpf_ktime_get_ns(), key;
 	struct fq_config cfg;
 	struct task_ctx *tctx;
-	bool head, sync;
+	bool head, sync, reader;
 
 	read_config(&cfg);
 
@@ -421,7 +426,8 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	 */
 	if (!tctx->enq_at_ns)
 		tctx->enq_at_ns = now;
-	if (refresh_task(p, tctx, &cfg, now)) {
+	reader = in_rcu_reader(p);
+	if (refresh_task(p, tctx, &cfg, now) && !reader) {
 		park(p, tctx, &cfg, now, enq_flags);
 		return;
 	}
@@ -449,6 +455,24 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_URGENT, llc), cfg.slice_ns,
 				   enq_flags);
 		kick_idle_cpu(p);
+		return;
+	}
+
+	/*
+	 * The head of the urgent queue, so that it runs within a tick rather
+	 * than after FIFO work and the guard's backlog (200 RR hogs behind
+	 * two FIFO hogs: about a second per turn): a task preempted inside an
+	 * RCU read-side section (in_rcu_reader(): every grace period waits
+	 * for it), and a kernel thread that wakes (the kernel's own work: the
+	 * RCU grace-period kthread, workqueues, the watchdog's). A kernel
+	 * thread gets one turn so per wakeup; if it stays runnable it waits
+	 * as any task of its class.
+	 */
+	if (reader || ((p->flags & PF_KTHREAD) && (enq_flags & SCX_ENQ_WAKEUP))) {
+		scx_bpf_dsq_insert(p, dsq_id(DSQ_URGENT, llc), cfg.slice_ns,
+				   enq_flags | SCX_ENQ_HEAD);
+		kick_idle_cpu(p);
+		stat_inc(reader ? CNT_RCU_BOOST : CNT_KTHREAD_BOOST);
 		return;
 	}
 
@@ -537,7 +561,7 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 		return;
 	}
 	if ((tctx->class == CLASS_RR || tctx->nr_cg) &&
-	    refresh_task(p, tctx, &cfg, now)) {
+	    refresh_task(p, tctx, &cfg, now) && !in_rcu_reader(p)) {
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}
@@ -588,6 +612,9 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	 */
 	if (throttled)
 		slice = 0;
+	/* An RCU reader is parked only once it has left the section. */
+	if (!slice && in_rcu_reader(p))
+		slice = cfg.slice_min_ns;
 	scx_bpf_task_set_slice(p, slice);
 	turn_begin(tctx, now, slice);
 	trace_task(TRACE_RUN, p, tctx, 0, now);

@@ -25,6 +25,23 @@ static u32 task_class(const struct task_struct *p, const struct fq_config *cfg)
 	return task_nice(p) < cfg->fifo_below_nice ? CLASS_FIFO : CLASS_RR;
 }
 
+/*
+ * Return true if @p was preempted inside an RCU read-side critical section
+ * and has not left it yet (PREEMPT_RCU kernels: the context switch marked
+ * it blocked; its nesting count cannot tell, since our own callbacks run
+ * under rcu_read_lock() when @p is current). Every RCU grace period waits
+ * for it to leave the section, and one that waits 21 s is an RCU stall,
+ * which ejects the scheduler: such a task is queued first and never parked
+ * while it is there (fairquota_enqueue()), as the kernel's RCU boosting
+ * raises such readers' priority.
+ */
+static bool in_rcu_reader(const struct task_struct *p)
+{
+	if (!bpf_core_field_exists(p->rcu_read_unlock_special))
+		return false;
+	return BPF_CORE_READ(p, rcu_read_unlock_special.b.blocked) != 0;
+}
+
 /* Return true if @p is a kernel thread bound to one CPU. */
 static bool is_pcpu_kthread(const struct task_struct *p)
 {

@@ -229,6 +229,10 @@ pub struct Metrics {
     pub cg_held: u64,
     #[stat(desc = "slice timers started (turns that may end between ticks)")]
     pub slice_arm: u64,
+    #[stat(desc = "tasks preempted inside an RCU read-side section, queued first")]
+    pub rcu_boost: u64,
+    #[stat(desc = "kernel threads (not per-CPU) that woke, queued first for one turn")]
+    pub kthread_boost: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
     pub tasks: Vec<TaskStats>,
     #[stat(desc = "limited cgroups")]
@@ -261,6 +265,8 @@ impl Metrics {
             ("cg_locked", &mut self.cg_locked),
             ("cg_held", &mut self.cg_held),
             ("slice_arm", &mut self.slice_arm),
+            ("rcu_boost", &mut self.rcu_boost),
+            ("kthread_boost", &mut self.kthread_boost),
         ]
     }
 

@@ -180,6 +180,7 @@ def stats_rows(stdout, pid):
 
 HERD = os.path.join(REPO, "tests/vm/herd.py")
 EXEC_THREAD = os.path.join(REPO, "tests/vm/exec_thread.py")
+GP_PROBE = os.path.join(REPO, "tests/vm/gp_probe.py")
 STORM = os.path.join(REPO, "target/storm")
 SPIN = os.path.join(REPO, "target/spin")
 
@@ -568,8 +569,14 @@ def scenario_guard_many(out):
         d = Daemon(out, f"guard-{n}", args + ["--stats-interval", "5", "--top", "400"])
         # The herd first: a process that starts (reads files, blocks) behind
         # FIFO hogs waits up to the guard per block.
+        # RCU grace periods over the same 25 s (gp_probe.py): they wait
+        # for preempted readers and the grace-period kthread.
+        gp_path = os.path.join(out, f"gp{n}.json")
+        gp = subprocess.Popen([PY, GP_PROBE, "28", gp_path])
+        wait_for_file(gp_path + ".ready")
         herd, pids, path = spawn_herd(n, out, f"herd{n}")
         fifo = [spawn_hog(-5, cpus=0), spawn_hog(-5, cpus=1)]
+        gp.send_signal(signal.SIGUSR1)
         time.sleep(3)
         fifo_shares = measure([f.pid for f in fifo], 25)
         # The scheduler's own record of every hog's longest wait
@@ -581,6 +588,7 @@ def scenario_guard_many(out):
         waits = [last[p] for p in pids if p in last]
         state = sched_state()
         alive = d.proc.poll() is None
+        kill_all([gp])
         seen = stop_herd(herd, path)
         kill_all(fifo)
         rc = d.stop()
@@ -594,6 +602,7 @@ def scenario_guard_many(out):
             "fifo_shares": fifo_shares,
             "state_during": state, "daemon_alive": alive, "rc": rc,
             "totals": final_totals(d.stdout()), "stderr": d.stderr()[-3000:],
+            "gp": json.loads(read(gp_path, "{}") or "{}"),
         }
     return res
 
