@@ -425,6 +425,18 @@ static void cg_drop(u64 id)
 		bpf_map_delete_elem(&cgroup_states, &id);
 }
 
+static u64 cg_test_lose_at_ns;
+
+/* Test hook (test_lose_cg_timers): return true once every 3 s. */
+static bool cg_test_lose(u64 now)
+{
+	u64 at = READ_ONCE(cg_test_lose_at_ns);
+
+	return test_lose_cg_timers && now >= at &&
+	       __sync_val_compare_and_swap(&cg_test_lose_at_ns, at,
+					   now + 3000000000ULL) == at;
+}
+
 /*
  * Release timer of limited cgroup *@key: release its parked tasks, oldest
  * first, as far as the group's tokens go. Each released task is expected
@@ -480,9 +492,51 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 		}
 		next = st->dying_ns + CG_DYING_GRACE_NS;
 	}
-	if (next)
+	if (next && !cg_test_lose(now))
 		cg_timer_arm(st, next);
 	return 0;
+}
+
+/*
+ * Re-arm limited cgroup @st's release timer if tasks are parked on its DSQ
+ * but its deadline is gone or long past: the timer was lost. timer_arm()
+ * keeps deadlines from being lost while the parker's few instructions run
+ * within TIMER_RACE_NS; a parker stopped longer than that between its
+ * look at the deadline and its task landing on the DSQ (a preempted vCPU:
+ * seen under TCG, where 2 tasks stayed parked 37 s and the watchdog ejected
+ * the scheduler) can still miss a callback that found the DSQ empty.
+ */
+static long cg_sweep_one(struct bpf_map *map, u64 *key, struct cg_state *st,
+			 u64 *now)
+{
+	u32 state = READ_ONCE(st->timer_state);
+	u64 next = READ_ONCE(st->next_timer_ns);
+
+	if ((state != CG_TIMER_READY && state != CG_TIMER_DYING) ||
+	    scx_bpf_dsq_nr_queued(cg_dsq_id(*key)) <= 0 ||
+	    (next && next + CG_SWEEP_LATE_NS > *now))
+		return 0;
+	if (cg_timer_arm(st, *now))
+		stat_inc(CNT_CG_RESCUE);
+	return 0;
+}
+
+static u64 cg_sweep_at_ns;
+
+/*
+ * Once every CG_SWEEP_NS, from whichever LLC timer comes first, look at
+ * every limited cgroup (cg_sweep_one()): a lost release timer costs its
+ * parked tasks at most about a second. O(limited cgroups) a second.
+ */
+static void cg_sweep(u64 now)
+{
+	u64 at = READ_ONCE(cg_sweep_at_ns);
+
+	if (now < at ||
+	    __sync_val_compare_and_swap(&cg_sweep_at_ns, at,
+					now + CG_SWEEP_NS) != at)
+		return;
+	bpf_for_each_map_elem(&cgroup_states, cg_sweep_one, &now, 0);
 }
 
 /*

@@ -68,6 +68,10 @@ enum consts {
 	 * re-arms for this far ahead instead of trusting it.
 	 */
 	TIMER_RACE_NS		= 1000ULL * 1000,
+	/* Limited cgroups' release timers are checked this often (one LLC timer). */
+	CG_SWEEP_NS		= 1000ULL * 1000 * 1000,
+	/* A release deadline this far past with tasks still parked was lost. */
+	CG_SWEEP_LATE_NS	= 50ULL * 1000 * 1000,
 	/*
 	 * How long a cgroup that left the cpu controller keeps its DSQ after
 	 * the last task left it, for a park that had already seen the group
@@ -189,6 +193,7 @@ enum counter_idx {
 	CNT_SLICE_ARM,		/* a slice timer was started for a turn */
 	CNT_RCU_BOOST,		/* a task preempted in an RCU reader went first */
 	CNT_KTHREAD_BOOST,	/* a kernel thread that woke went first */
+	CNT_CG_RESCUE,		/* a cgroup's lost release timer was re-armed */
 	NR_COUNTERS,
 };
 

@@ -60,13 +60,14 @@
  * guard_ns, and every FIFO task that has waited FIFO_MAX_WAIT_NS (1 s), to
  * the URGENT queue, which every CPU of the LLC serves first; a running
  * task gives way at its next tick unless the only urgent task may not run
- * on its CPU. The daemon's threads are queued there
- * directly (its stats must keep coming on a loaded host), and a task
- * preempted inside an RCU read-side section goes to its head (every RCU
- * grace period waits for it; 21 s of waiting is an RCU stall, which
- * ejects the scheduler). That bounds
- * every wait, whatever the number of tasks or FIFO hogs (see guard.bpf.h
- * for the bound).
+ * on its CPU. The daemon's threads are queued there directly (its stats
+ * must keep coming on a loaded host). A kernel thread that wakes (the
+ * RCU grace-period kthread, workqueues) and a task preempted inside an
+ * RCU read-side section go to its head: every RCU grace period waits for
+ * them, and 21 s of waiting is an RCU stall, which ejects the scheduler
+ * (behind the guard's backlog a grace period took 5.6 s; 0.4 s so). That
+ * bounds every wait, whatever the number of tasks or FIFO hogs (see
+ * guard.bpf.h for the bound).
  *
  * Bandwidth (bandwidth.bpf.h, bucket.h). An RR task (not a kernel thread,
  * not exiting, not the daemon) may use at most quota_ns per period_ns when
@@ -122,7 +123,9 @@
  * its own are empty too. The housekeeping timer walks
  * its LLC's queued tasks every guard/4: O(queued tasks) per LLC. A
  * limited cgroup costs a hash entry, a timer and a DSQ; its timer runs
- * when the group has parked tasks, at its releases. Stats:
+ * when the group has parked tasks, at its releases. Once a second one
+ * LLC timer looks at every limited cgroup for a lost release timer
+ * (cg_sweep(): O(limited cgroups) a second). Stats:
  * one task-iterator pass per interval (stats.bpf.h).
  *
  * Copyright (c) 2026 The scx_fairquota authors
@@ -148,6 +151,13 @@ const volatile bool test_verifier_reject;
  * create its per-LLC state, so the daemon's message can be tested.
  */
 const volatile bool test_init_fail;
+
+/*
+ * Test hook (hidden --test-lose-cg-timers): a limited cgroup's release
+ * timer does not re-arm, once every 3 s (cg_timerfn()), as if the timer
+ * were lost; cg_sweep() must find it.
+ */
+const volatile bool test_lose_cg_timers;
 
 #include "state.bpf.h"
 #include "trace.bpf.h"
@@ -325,6 +335,7 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 		   llc_of(bpf_get_smp_processor_id()) == llc);
 	rel = release_due(llc, &cfg, now);
 	cg_timers_setup();
+	cg_sweep(now);
 	guard_scan(llc, &cfg, now);
 	if (nr_llcs > 1)
 		pull_rr_work(llc, &cfg);

@@ -185,6 +185,11 @@ struct RunOpts {
     /// per-LLC state.
     #[arg(long, hide = true)]
     test_init_fail: bool,
+
+    /// Test hook: a limited cgroup's release timer fails to re-arm once
+    /// every 3 s, as a lost timer would (the sweep must find it).
+    #[arg(long, hide = true)]
+    test_lose_cg_timers: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -79,6 +79,7 @@ impl<'a> Scheduler<'a> {
             .ok_or_else(|| anyhow!("the BPF object has no rodata"))?;
         rodata.test_verifier_reject = opts.test_verifier_reject;
         rodata.test_init_fail = opts.test_init_fail;
+        rodata.test_lose_cg_timers = opts.test_lose_cg_timers;
         rodata.nr_llcs = topo.nr_llcs();
         for (cpu, llc) in topo.cpu_llc.iter().enumerate() {
             rodata.cpu_llc[cpu] = *llc;

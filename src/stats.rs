@@ -233,6 +233,8 @@ pub struct Metrics {
     pub rcu_boost: u64,
     #[stat(desc = "kernel threads (not per-CPU) that woke, queued first for one turn")]
     pub kthread_boost: u64,
+    #[stat(desc = "limited cgroups whose lost release timer was re-armed")]
+    pub cg_rescue: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
     pub tasks: Vec<TaskStats>,
     #[stat(desc = "limited cgroups")]
@@ -267,6 +269,7 @@ impl Metrics {
             ("slice_arm", &mut self.slice_arm),
             ("rcu_boost", &mut self.rcu_boost),
             ("kthread_boost", &mut self.kthread_boost),
+            ("cg_rescue", &mut self.cg_rescue),
         ]
     }
 
