@@ -425,16 +425,26 @@ static void cg_drop(u64 id)
 		bpf_map_delete_elem(&cgroup_states, &id);
 }
 
+/*
+ * Return true for the first caller at or after *@at_ns, which moves it
+ * @interval_ns past @now: something done once per interval by whichever
+ * CPU comes first.
+ */
+static bool once_per(u64 *at_ns, u64 now, u64 interval_ns)
+{
+	u64 at = READ_ONCE(*at_ns);
+
+	return now >= at &&
+	       __sync_val_compare_and_swap(at_ns, at, now + interval_ns) == at;
+}
+
 static u64 cg_test_lose_at_ns;
 
 /* Test hook (test_lose_cg_timers): return true once every 3 s. */
 static bool cg_test_lose(u64 now)
 {
-	u64 at = READ_ONCE(cg_test_lose_at_ns);
-
-	return test_lose_cg_timers && now >= at &&
-	       __sync_val_compare_and_swap(&cg_test_lose_at_ns, at,
-					   now + 3000000000ULL) == at;
+	return test_lose_cg_timers &&
+	       once_per(&cg_test_lose_at_ns, now, 3000000000ULL);
 }
 
 /*
@@ -530,13 +540,8 @@ static u64 cg_sweep_at_ns;
  */
 static void cg_sweep(u64 now)
 {
-	u64 at = READ_ONCE(cg_sweep_at_ns);
-
-	if (now < at ||
-	    __sync_val_compare_and_swap(&cg_sweep_at_ns, at,
-					now + CG_SWEEP_NS) != at)
-		return;
-	bpf_for_each_map_elem(&cgroup_states, cg_sweep_one, &now, 0);
+	if (once_per(&cg_sweep_at_ns, now, CG_SWEEP_NS))
+		bpf_for_each_map_elem(&cgroup_states, cg_sweep_one, &now, 0);
 }
 
 /*
