@@ -38,7 +38,9 @@
  *    idle mark. A per-CPU BPF timer ends a slice that a tick would end
  *    more than 1 ms late, so slices are honored within 1 ms; it is
  *    started only for turns that may need it (arm_slice_timer(): a turn
- *    that blocks before a tick costs no timer).
+ *    that blocks before a tick costs no timer; the first CPU-bound turn
+ *    of a task that blocked early before may run up to a tick past a
+ *    slice shorter than a tick).
  *
  * Queue layout. Every LLC has four dispatch queues, DSQ id (llc << 2) |
  * kind: URGENT (FIFO order), FIFO (FIFO order), RR (deadline order) and
@@ -223,7 +225,7 @@ static void tick_learn(u64 now)
  * Return true if a turn with @left_ns of its slice left could overrun it
  * by more than SLICE_TICK_SLACK_NS if only a tick ended it. The next tick
  * comes within a tick period, so a turn with at least a tick less the
- * slack left is safe without a timer (the default 3 ms slice at HZ 250
+ * slack left is safe without a timer (a 3 ms slice at HZ 250
  * always is). True while the tick period is not known.
  */
 static bool slice_needs_timer(u64 left_ns)
@@ -246,22 +248,22 @@ static void slice_timer_start(struct cpu_ctx *cctx, u64 ns)
  * if the turn may have to end between ticks and others wait for the CPU.
  * A FIFO or RR turn that a quota or a cgroup's tokens cut short is always
  * timed (exact shares). An unlimited RR turn is timed from its start if
- * its slice is shorter than a tick less the slack, or if the task ran
- * its last turn until its slice was taken (a CPU-bound task: it will
- * likely use this one up too). Any other turn is left to the ticks: the
- * tick that finds less than a tick less the slack left arms the timer
- * (slice_timer_tick()), and until then the next tick comes at most the
- * slack after the slice's end. Most turns of wakeup-driven work block
- * long before their slice ends, so they start no timer: starting one was
- * most of ops.running()'s cost, and its useless expiry an interrupt.
+ * the task ran its last turn until its slice was taken (a CPU-bound task:
+ * it will likely use this one up too) and others wait. Any other turn is
+ * left to the ticks: the tick that finds less than a tick less the slack
+ * left arms the timer (slice_timer_tick()). Most turns of wakeup-driven
+ * work block long before their slice ends, so they start no timer:
+ * starting one was most of ops.running()'s cost, and its useless expiry
+ * an interrupt. The price: a task that turns CPU-bound after blocking
+ * early may overrun one slice shorter than a tick by up to a tick (its
+ * next turn is timed).
  */
 static void arm_slice_timer(struct cpu_ctx *cctx, const struct task_ctx *tctx,
 			    u64 slice, u32 llc)
 {
 	if (tctx->class == CLASS_FIFO ? !tctx->nr_cg :
 	    (!tctx->limited && !tctx->nr_cg &&
-	     ((!tctx->ran_out && !slice_needs_timer(slice)) ||
-	      !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))))
+	     (!tctx->ran_out || !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))))
 		return;
 	slice_timer_start(cctx, slice);
 }

@@ -20,6 +20,8 @@ pub const SLICE_MIN_US_MIN: u64 = 10;
 pub const GUARD_MS_MIN: u64 = 10;
 pub const GUARD_MS_MAX: u64 = 1_000;
 
+/// The slice of `Tunables::default()`: the default on 8 or more CPUs (the
+/// daemon's default is `default_slice_us()` of the host).
 pub const DEFAULT_SLICE_US: u64 = 3_000;
 pub const DEFAULT_SLICE_MIN_US: u64 = 500;
 pub const DEFAULT_PERIOD_US: u64 = 100_000;
@@ -29,6 +31,15 @@ pub const DEFAULT_FIFO_BELOW_NICE: i32 = 0;
 pub const MAX_STALL_US_MIN: u64 = 1_000;
 pub const MAX_STALL_US_MAX: u64 = 1_000_000;
 pub const DEFAULT_MAX_STALL_US: u64 = 0;
+
+/// The default RR slice on a host with `nr_cpus` online CPUs: the kernel's
+/// own EEVDF base slice, 750 us x (1 + log2(min(CPUs, 8))) (its default
+/// SCHED_TUNABLESCALING_LOG): 750 us on 1 CPU, 1500 us on 2 or 3, 2250 us
+/// on 4 to 7, 3000 us from 8. RR turns then last what they would under the
+/// default scheduler, so k tasks sharing a CPU wait as long between turns.
+pub fn default_slice_us(nr_cpus: u64) -> u64 {
+    750 * (1 + u64::from(nr_cpus.clamp(1, 8).ilog2()))
+}
 
 /// How an RR task's slice is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -410,5 +421,14 @@ mod tests {
             s.contains("quota=2000us/period=10000us (20.0% of a CPU per task)"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn default_slice_follows_eevdf_base_slice() {
+        let got: Vec<u64> = [0, 1, 2, 3, 4, 7, 8, 64, 256]
+            .iter()
+            .map(|&n| default_slice_us(n))
+            .collect();
+        assert_eq!(got, [750, 750, 1500, 1500, 2250, 2250, 3000, 3000, 3000]);
     }
 }

@@ -94,10 +94,12 @@ struct TraceOpts {
 
 #[derive(Debug, clap::Args)]
 struct RunOpts {
-    /// RR time slice in microseconds.
-    #[arg(long, default_value_t = config::DEFAULT_SLICE_US,
+    /// RR time slice in microseconds [default: the kernel's EEVDF base
+    /// slice for the online CPUs, 750 x (1 + log2(min(CPUs, 8))): 1500 on 2
+    /// CPUs, 3000 on 8 or more; at least --slice-min-us].
+    #[arg(long,
           value_parser = value_parser!(u64).range(config::SLICE_US_MIN..=config::SLICE_US_MAX))]
-    slice_us: u64,
+    slice_us: Option<u64>,
 
     /// RR slice mode: fixed (--slice-us) or split (--slice-us divided by the
     /// number of waiting RR tasks + 1, at least --slice-min-us).
@@ -269,7 +271,9 @@ impl TraceOpts {
 impl RunOpts {
     fn tunables(&self) -> Tunables {
         Tunables {
-            slice_us: self.slice_us,
+            slice_us: self.slice_us.unwrap_or_else(|| {
+                config::default_slice_us(sysfs::online_cpus()).max(self.slice_min_us)
+            }),
             slice_min_us: self.slice_min_us,
             slice_mode: self.slice_mode,
             period_us: self.period_us,

@@ -98,6 +98,13 @@ pub fn check_caps(eff: u64) -> Result<(), String> {
     ))
 }
 
+/// The number of online CPUs (8 if the C library cannot tell).
+pub fn online_cpus() -> u64 {
+    // SAFETY: sysconf() only reads a system value.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 { n as u64 } else { 8 }
+}
+
 /// The running kernel's release (`uname -r`).
 pub fn kernel_release() -> String {
     fs::read_to_string("/proc/sys/kernel/osrelease")
