@@ -53,7 +53,8 @@
  * the LLC's queues only, except stealing when a CPU would go idle. Busy
  * LLCs balance through their housekeeping timers: an LLC whose moving
  * average of waiting RR tasks is 1.5 below another's (scaled to equal CPU
- * counts) pulls one task, which keeps its lag. A running RR task keeps
+ * counts) pulls one task that may run on one of its CPUs (each LLC keeps
+ * a cpumask of its CPUs), which keeps its lag. A running RR task keeps
  * its CPU while its deadline is the earliest of the queued tasks that may
  * run there.
  *
@@ -760,6 +761,34 @@ void BPF_STRUCT_OPS(fairquota_dequeue, struct task_struct *p, u64 deq_flags)
 		tctx->enq_at_ns = 0;
 }
 
+/* Give @lctx its (empty) CPU mask; ops.init() fills it. */
+static s32 llc_cpus_create(struct llc_ctx *lctx)
+{
+	struct bpf_cpumask *mask = bpf_cpumask_create();
+
+	if (!mask)
+		return -ENOMEM;
+	mask = bpf_kptr_xchg(&lctx->cpus, mask);
+	if (mask)
+		bpf_cpumask_release(mask);
+	return 0;
+}
+
+/* Add @cpu to the CPU mask of its LLC. */
+static void llc_cpus_add(s32 cpu)
+{
+	struct llc_ctx *lctx = try_lookup_llc_ctx(llc_of(cpu));
+	struct bpf_cpumask *mask;
+
+	if (!lctx)
+		return;
+	bpf_rcu_read_lock();
+	mask = lctx->cpus;
+	if (mask)
+		bpf_cpumask_set_cpu(cpu, mask);
+	bpf_rcu_read_unlock();
+}
+
 s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_init)
 {
 	u32 i, kind, nr_cpus = scx_bpf_nr_cpu_ids();
@@ -789,6 +818,12 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_init)
 		lctx = try_lookup_llc_ctx(i);
 		if (!lctx)
 			return -ENOENT;
+		ret = llc_cpus_create(lctx);
+		if (ret) {
+			scx_bpf_error("cannot create the CPU mask of LLC %u: %d",
+				      i, ret);
+			return ret;
+		}
 		bpf_timer_init(&lctx->timer, &llc_ctxs, CLOCK_MONOTONIC);
 		bpf_timer_set_callback(&lctx->timer, llc_timerfn);
 		lctx->next_timer_ns = bpf_ktime_get_ns() + SCAN_MAX_NS;
@@ -807,6 +842,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_init)
 			return -ENOENT;
 		bpf_timer_init(&cctx->slice_timer, &cpu_ctxs, CLOCK_MONOTONIC);
 		bpf_timer_set_callback(&cctx->slice_timer, slice_timerfn);
+		llc_cpus_add(i);
 	}
 	return 0;
 }

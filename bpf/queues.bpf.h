@@ -509,11 +509,25 @@ static u32 update_waiting_avg(u32 llc, struct llc_ctx *lctx)
 }
 
 /*
+ * Return true if @p may run on some CPU of the LLC of @lctx. A task whose
+ * affinity only narrows its CPUs (a cpuset container, isolcpus, taskset
+ * over CPUs of both LLCs) is balanced as any other; one that may not run
+ * there at all stays.
+ */
+static bool llc_may_run(struct llc_ctx *lctx, const struct task_struct *p)
+{
+	struct bpf_cpumask *cpus = lctx->cpus;
+
+	return cpus && bpf_cpumask_intersects(cast_mask(cpus), p->cpus_ptr);
+}
+
+/*
  * Balance RR work between LLCs, from @llc's housekeeping timer: if another
  * LLC has had, on average over its recent timer runs, at least 1.5 more RR
  * tasks waiting than @llc (scaled to equal CPU counts), pull one task (the
- * last in its deadline order, one not restricted to some CPUs) into @llc's
- * queue. A queue's length read at one instant is noisy: it is one short
+ * last in its deadline order that may run on a CPU of @llc: with only
+ * tasks of the whole machine's affinity, the tasks of a cpuset container
+ * or of an isolcpus host were never balanced) into @llc's queue. A queue's length read at one instant is noisy: it is one short
  * while one of its CPUs switches tasks, and on a host whose vCPUs are
  * preempted (8 vCPUs on 2 loaded cores) readings of the same balanced
  * split ranged 3..7. Pulls on such readings flapped tasks between LLCs
@@ -521,7 +535,8 @@ static u32 update_waiting_avg(u32 llc, struct llc_ctx *lctx)
  * pull moves one task's worth between the two averages at once, so the
  * same imbalance is not acted on twice. The task keeps its lag: it joins
  * @llc as far ahead of @llc's clock (at most one turn) as it was ahead of
- * its old LLC's. One task per timer run keeps the cost O(LLCs) per run.
+ * its old LLC's. One task per timer run keeps the cost O(LLCs) per run,
+ * plus the tasks passed over at the tail that may not run here.
  */
 static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 {
@@ -558,7 +573,7 @@ static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 		struct task_ctx *tctx = try_lookup_task_ctx(p);
 		u64 vtime;
 
-		if (!tctx || p->nr_cpus_allowed < scx_bpf_nr_cpu_ids())
+		if (!tctx || !llc_may_run(lctx, p))
 			continue;
 		lag = tctx->vtime > from_vnow ? tctx->vtime - from_vnow : 0;
 		cap = vtime_cost(cfg->slice_ns, tctx->weight);

@@ -191,7 +191,8 @@ struct llc_ctx {
 				 * average over timer runs (pull_rr_work()) */
 	u32 timer_home;		/* its timer last ran on a CPU of this LLC
 				 * (llc_timer_keep()) */
-	u64 __pad[4];
+	struct bpf_cpumask __kptr *cpus;	/* its CPUs (set in ops.init()) */
+	u64 __pad[3];
 };
 
 struct {

@@ -406,6 +406,7 @@ def test_eight_cpus_two_llcs(binary, tmp_path):
                                                  "VM_MEMORY": "3G"})
     eq = r["equal_shares"]
     mean = sum(eq) / len(eq)
+    nw = r["narrow_shares"]
     fr = r["pair_fracs"]
     q = r["quota_shares"]
     # Not asserted: with 8 vCPUs emulated on one host thread a vCPU's ticks
@@ -418,6 +419,12 @@ def test_eight_cpus_two_llcs(binary, tmp_path):
         ("16 nice 0 hogs: equal shares", f"{pct(min(eq))}..{pct(max(eq))}",
          "within 10% of mean", all(abs(x - mean) <= 0.10 * mean for x in eq)),
         ("16 hogs use the 8 CPUs", pct(sum(eq) / 8), ">= 90%", sum(eq) / 8 >= 0.90),
+        # Balanced: 50% each (49.7-50.1% in one run; a vCPU stall can
+        # shift a few tasks for a second or two: 43-61% in another).
+        # Without the LLCs balancing such tasks: 3 at 100%, 9 at 33%.
+        ("12 hogs on CPUs 0-2,4-6: most / least", f"{pct(min(nw))}..{pct(max(nw))}",
+         "<= 2x", max(nw) <= 2 * min(nw)),
+        ("12 hogs use their 6 CPUs", pct(sum(nw) / 6), ">= 90%", sum(nw) / 6 >= 0.90),
         ("nice 0 part of each CPU (vs nice 5)", [pct(x) for x in fr], "75% +- 5 each",
          all(abs(x - 0.75) <= 0.05 for x in fr)),
         # Known gap (README): the target is 20% +- 3 each, but 8 vCPUs

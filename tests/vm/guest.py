@@ -784,9 +784,28 @@ def scenario_storm(out):
             "state_during": state, "rc": rc, "stderr": d.stderr()[-2000:]}
 
 
+def narrow_affinity_shares():
+    """12 hogs allowed on 6 CPUs of both LLCs (0-2 and 4-6, as a cpuset
+    container or taskset may leave them), all started on CPU 0: their
+    shares once the LLCs have balanced them (50% each when balanced; the
+    idle CPUs alone take only 3 of them into the second LLC)."""
+    hogs = [spawn_hog(0, cpus=0) for _ in range(12)]
+    time.sleep(1)
+    for h in hogs:
+        os.sched_setaffinity(h.pid, {0, 1, 2, 4, 5, 6})
+    # The LLC timers pull one task per run once the averages show the gap
+    # (balanced within about 3 s here); a build that pulled only tasks of
+    # the whole machine's affinity was still at 3 x 100% and 9 x 33% 5 s on.
+    time.sleep(5)
+    shares = measure([h.pid for h in hogs], 10)
+    kill_all(hogs)
+    return shares
+
+
 def scenario_topology8(out):
-    """8 vCPUs in 2 sockets (2 LLCs): equal shares for 16 hogs, weights on
-    every CPU, and the per-task quota for 8 hogs at once."""
+    """8 vCPUs in 2 sockets (2 LLCs): equal shares for 16 hogs and for 12
+    hogs of a narrower affinity, weights on every CPU, and the per-task
+    quota for 8 hogs at once."""
     res = {"lscpu_llcs": read("/sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list"),
            "lscpu_llcs_cpu4": read("/sys/devices/system/cpu/cpu4/cache/index3/shared_cpu_list")}
     d = Daemon(out, "topo-equal", [])
@@ -795,6 +814,7 @@ def scenario_topology8(out):
     time.sleep(10)  # let the LLC timers balance the hogs (one pull per run)
     res["equal_shares"] = measure([h.pid for h in hogs], 10)
     kill_all(hogs)
+    res["narrow_shares"] = narrow_affinity_shares()
     pairs = []
     for cpu in range(8):
         pairs.append((spawn_hog(0, cpus=cpu), spawn_hog(5, cpus=cpu)))
