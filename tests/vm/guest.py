@@ -812,7 +812,10 @@ def scenario_topology8(out):
     res["topology_log"] = [l for l in d.stderr().splitlines() if "topology" in l]
     hogs = [spawn_hog(0) for _ in range(16)]
     time.sleep(10)  # let the LLC timers balance the hogs (one pull per run)
-    res["equal_shares"] = measure([h.pid for h in hogs], 10)
+    # Over 20 s: a vCPU the emulator leaves idle for a second or two shifts
+    # a few hogs' shares by a third while it lasts (one 10 s window of the
+    # build before read 41.2-56.8%, the next run 46.7-48.9%).
+    res["equal_shares"] = measure([h.pid for h in hogs], 20)
     kill_all(hogs)
     res["narrow_shares"] = narrow_affinity_shares()
     pairs = []
