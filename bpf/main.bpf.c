@@ -761,34 +761,6 @@ void BPF_STRUCT_OPS(fairquota_dequeue, struct task_struct *p, u64 deq_flags)
 		tctx->enq_at_ns = 0;
 }
 
-/* Give @lctx its (empty) CPU mask; ops.init() fills it. */
-static s32 llc_cpus_create(struct llc_ctx *lctx)
-{
-	struct bpf_cpumask *mask = bpf_cpumask_create();
-
-	if (!mask)
-		return -ENOMEM;
-	mask = bpf_kptr_xchg(&lctx->cpus, mask);
-	if (mask)
-		bpf_cpumask_release(mask);
-	return 0;
-}
-
-/* Add @cpu to the CPU mask of its LLC. */
-static void llc_cpus_add(s32 cpu)
-{
-	struct llc_ctx *lctx = try_lookup_llc_ctx(llc_of(cpu));
-	struct bpf_cpumask *mask;
-
-	if (!lctx)
-		return;
-	bpf_rcu_read_lock();
-	mask = lctx->cpus;
-	if (mask)
-		bpf_cpumask_set_cpu(cpu, mask);
-	bpf_rcu_read_unlock();
-}
-
 s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_init)
 {
 	u32 i, kind, nr_cpus = scx_bpf_nr_cpu_ids();

@@ -527,8 +527,9 @@ static bool llc_may_run(struct llc_ctx *lctx, const struct task_struct *p)
  * tasks waiting than @llc (scaled to equal CPU counts), pull one task (the
  * last in its deadline order that may run on a CPU of @llc: with only
  * tasks of the whole machine's affinity, the tasks of a cpuset container
- * or of an isolcpus host were never balanced) into @llc's queue. A queue's length read at one instant is noisy: it is one short
- * while one of its CPUs switches tasks, and on a host whose vCPUs are
+ * or of an isolcpus host were never balanced) into @llc's queue. A
+ * queue's length read at one instant is noisy: it is one short while one
+ * of its CPUs switches tasks, and on a host whose vCPUs are
  * preempted (8 vCPUs on 2 loaded cores) readings of the same balanced
  * split ranged 3..7. Pulls on such readings flapped tasks between LLCs
  * (16 hogs on 2x4 vCPUs: 46-58% each), so the averages are compared; a

@@ -207,6 +207,34 @@ static struct llc_ctx *try_lookup_llc_ctx(u32 llc)
 	return bpf_map_lookup_elem(&llc_ctxs, &llc);
 }
 
+/* Give @lctx its (empty) CPU mask; ops.init() fills it. */
+static s32 llc_cpus_create(struct llc_ctx *lctx)
+{
+	struct bpf_cpumask *mask = bpf_cpumask_create();
+
+	if (!mask)
+		return -ENOMEM;
+	mask = bpf_kptr_xchg(&lctx->cpus, mask);
+	if (mask)
+		bpf_cpumask_release(mask);
+	return 0;
+}
+
+/* Add @cpu to the CPU mask of its LLC. */
+static void llc_cpus_add(s32 cpu)
+{
+	struct llc_ctx *lctx = try_lookup_llc_ctx(llc_of(cpu));
+	struct bpf_cpumask *mask;
+
+	if (!lctx)
+		return;
+	bpf_rcu_read_lock();
+	mask = lctx->cpus;
+	if (mask)
+		bpf_cpumask_set_cpu(cpu, mask);
+	bpf_rcu_read_unlock();
+}
+
 /* ------------------------------------------------------------- counters */
 
 struct {
