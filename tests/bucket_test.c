@@ -193,6 +193,59 @@ static void late_releases_keep_exact_share(void)
 }
 
 /*
+ * A hog whose turn is seen to end only after a stall (its vCPU went unrun,
+ * its ticks came late): in @pct of turns, a stall of up to @max_stall is
+ * added to the turn, charged tick by tick as ops.tick() does. Return the
+ * hog's long-run share over 100 s.
+ */
+static double simulate_stalls(u64 quota, u64 period, int pct, u64 max_stall)
+{
+	const u64 tick = 4 * MS, end = 100000 * MS;
+	struct bw_bucket b = { 0 };
+	u64 now = 1, ran = 0, seed = 12345, t, next, run;
+
+	while (now < end) {
+		bw_refill(&b, now, L(quota, period));
+		if (bw_throttled(&b)) {
+			now = bw_release_at(&b, L(quota, period));
+			continue;
+		}
+		run = b.tokens_ns;
+		seed = seed * 6364136223846793005ULL + 1;
+		if ((int)((seed >> 33) % 100) < pct) {
+			seed = seed * 6364136223846793005ULL + 1;
+			run += (seed >> 33) % max_stall;
+		}
+		for (t = now; t < now + run; t = next) {
+			next = t + tick - t % tick;
+			if (next > now + run)
+				next = now + run;
+			bw_charge_span(&b, t, next, L(quota, period));
+		}
+		ran += run;
+		now += run;
+	}
+	return (double)ran / (double)end;
+}
+
+/*
+ * Overruns within the debt cap are paid back in full: the share stays
+ * quota/period. Past the cap (bw_max_debt(): 398 ms at 2 ms/10 ms, 380
+ * ms at 20 ms/100 ms) the excess is forgiven, so that no task is
+ * throttled past MAX_THROTTLE_NS: with stalls of up to 0.8 s in 2% of
+ * turns the share is 21.7%, up to 1.6 s 27.9%. That is the suspect of the
+ * 8-vCPU VM's pinned hogs at 18-26% (README, known gaps): a vCPU the
+ * emulator leaves unrun for hundreds of ms.
+ */
+static void overruns_within_the_debt_cap_are_paid(void)
+{
+	check_share(simulate_stalls(2 * MS, 10 * MS, 10, 300 * MS), 0.20);
+	check_share(simulate_stalls(2 * MS, 10 * MS, 50, 300 * MS), 0.20);
+	check_share(simulate_stalls(20 * MS, 100 * MS, 10, 350 * MS), 0.20);
+	CHECK(simulate_stalls(2 * MS, 10 * MS, 2, 1600 * MS) > 0.25);
+}
+
+/*
  * The carry: only a hungry period's unused tokens, at most a quota, once;
  * never counted as a burst; an idle or half-used period saves nothing.
  */
@@ -472,6 +525,7 @@ int main(void)
 	runtime_before_the_period_is_not_dropped();
 	late_starts_keep_exact_share();
 	late_releases_keep_exact_share();
+	overruns_within_the_debt_cap_are_paid();
 	carry_only_from_hungry_periods();
 	owed_tokens_survive_late_releases();
 	park_accounts_throttled_time();
