@@ -117,6 +117,13 @@ static void lowered_limit_forgives_excess_debt(void)
 	      MAX_THROTTLE_NS);
 }
 
+/* A reproducible pseudo-random number (a 64-bit LCG's high bits). */
+static u64 next_random(u64 *seed)
+{
+	*seed = *seed * 6364136223846793005ULL + 1;
+	return *seed >> 33;
+}
+
 /*
  * Simulate a CPU hog whose slice is capped at its tokens but whose expiry
  * is only seen at 4 ms ticks (HZ=250), charged with bw_charge_span(). Each
@@ -129,7 +136,7 @@ static double simulate_share(u64 quota, u64 period, u64 max_delay)
 {
 	const u64 tick = 4 * MS, end = 10000 * MS;
 	struct bw_bucket b = { 0 };
-	u64 now = 1, ran = 0, seed = 12345;
+	u64 now = 1, ran = 0, seed = 12345, delay;
 
 	while (now < end) {
 		bw_refill(&b, now, L(quota, period));
@@ -137,9 +144,9 @@ static double simulate_share(u64 quota, u64 period, u64 max_delay)
 			/* the release brings the bucket to its period */
 			now = bw_release_at(&b, L(quota, period));
 			bw_refill(&b, now, L(quota, period));
-			seed = seed * 6364136223846793005ULL + 1;
+			delay = next_random(&seed);
 			if (max_delay)
-				now += (seed >> 33) % max_delay;
+				now += delay % max_delay;
 			continue;
 		}
 		u64 slice = b.tokens_ns, run = 0;
@@ -211,11 +218,8 @@ static double simulate_stalls(u64 quota, u64 period, int pct, u64 max_stall)
 			continue;
 		}
 		run = b.tokens_ns;
-		seed = seed * 6364136223846793005ULL + 1;
-		if ((int)((seed >> 33) % 100) < pct) {
-			seed = seed * 6364136223846793005ULL + 1;
-			run += (seed >> 33) % max_stall;
-		}
+		if ((int)(next_random(&seed) % 100) < pct)
+			run += next_random(&seed) % max_stall;
 		for (t = now; t < now + run; t = next) {
 			next = t + tick - t % tick;
 			if (next > now + run)
@@ -234,8 +238,8 @@ static double simulate_stalls(u64 quota, u64 period, int pct, u64 max_stall)
  * ms at 20 ms/100 ms) the excess is forgiven, so that no task is
  * throttled past MAX_THROTTLE_NS: with stalls of up to 0.8 s in 2% of
  * turns the share is 21.7%, up to 1.6 s 27.9%. That is the suspect of the
- * 8-vCPU VM's pinned hogs at 18-26% (README, known gaps): a vCPU the
- * emulator leaves unrun for hundreds of ms.
+ * 8-vCPU VM's pinned hogs at 17-35% (bench/quota8-report.md, README's
+ * known gap): a vCPU the emulator leaves unrun for hundreds of ms.
  */
 static void overruns_within_the_debt_cap_are_paid(void)
 {
