@@ -438,13 +438,12 @@ static bool once_per(u64 *at_ns, u64 now, u64 interval_ns)
 	       __sync_val_compare_and_swap(at_ns, at, now + interval_ns) == at;
 }
 
-static u64 cg_test_lose_at_ns;
+static u64 cg_test_lose_at_ns, llc_test_lose_at_ns;
 
-/* Test hook (test_lose_cg_timers): return true once every 3 s. */
-static bool cg_test_lose(u64 now)
+/* Test hooks (test_lose_*_timers): true once every @secs s if @on. */
+static bool test_lose(bool on, u64 *at_ns, u64 now, u64 secs)
 {
-	return test_lose_cg_timers &&
-	       once_per(&cg_test_lose_at_ns, now, 3000000000ULL);
+	return on && once_per(at_ns, now, secs * 1000000000ULL);
 }
 
 /*
@@ -502,7 +501,7 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 		}
 		next = st->dying_ns + CG_DYING_GRACE_NS;
 	}
-	if (next && !cg_test_lose(now))
+	if (next && !test_lose(test_lose_cg_timers, &cg_test_lose_at_ns, now, 3))
 		cg_timer_arm(st, next);
 	return 0;
 }

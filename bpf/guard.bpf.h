@@ -135,6 +135,47 @@ static void llc_timer_keep(u32 llc, const struct fq_config *cfg, u64 now)
 		llc_timer_arm(lctx, when);
 }
 
+static u64 llc_sweep_at_ns;
+
+/*
+ * Once every LLC_SWEEP_NS, from whichever CPU's tick or LLC timer comes
+ * first, re-arm the timer of every LLC that has tasks parked or waiting
+ * but whose timer is overdue by CG_SWEEP_LATE_NS: its deadline (or, with
+ * none, its last run plus SCAN_QUIET_NS) is that far past. A timer can be
+ * lost (a start that fails, even from its own callback), and
+ * llc_timer_keep() rescues it only from a tick of the LLC's own CPUs:
+ * with every CPU of an LLC idle because its tasks are all parked (tasks
+ * pinned one per CPU under a quota) nothing did, and they waited until
+ * the kernel's watchdog ejected the scheduler (42 s, 8 vCPUs, stable
+ * clock). Now any busy CPU, or another LLC's timer, re-arms it: a lost
+ * timer costs its LLC at most about LLC_SWEEP_NS + CG_SWEEP_LATE_NS past
+ * its deadline while any CPU ticks or starts a task (the daemon's own
+ * thread wakes every second). O(LLCs) every LLC_SWEEP_NS; a read of one
+ * global word on the other calls (ops.running(), ops.tick()).
+ */
+static void llc_sweep(u64 now)
+{
+	struct llc_ctx *lctx;
+	u64 due;
+	u32 i;
+
+	if (!once_per(&llc_sweep_at_ns, now, LLC_SWEEP_NS))
+		return;
+	bpf_for(i, 0, nr_llcs) {
+		lctx = try_lookup_llc_ctx(i);
+		if (!lctx)
+			continue;
+		due = READ_ONCE(lctx->next_timer_ns) ?:
+		      READ_ONCE(lctx->last_run_ns) + SCAN_QUIET_NS;
+		if (now <= due + CG_SWEEP_LATE_NS ||
+		    (scx_bpf_dsq_nr_queued(dsq_id(DSQ_THROTTLED, i)) <= 0 &&
+		     !llc_has_waiters(i)))
+			continue;
+		llc_timer_arm(lctx, now);
+		stat_inc(CNT_LLC_RESCUE);
+	}
+}
+
 /*
  * Return true if urgent work waits in @llc that @cpu may run (checked from
  * ops.tick(), which then ends the running turn): more than one urgent

@@ -72,6 +72,8 @@ enum consts {
 	CG_SWEEP_NS		= 1000ULL * 1000 * 1000,
 	/* A release deadline this far past with tasks still parked was lost. */
 	CG_SWEEP_LATE_NS	= 50ULL * 1000 * 1000,
+	/* The LLC timers are checked this often (llc_sweep()). */
+	LLC_SWEEP_NS		= 100ULL * 1000 * 1000,
 	/*
 	 * How long a cgroup that left the cpu controller keeps its DSQ after
 	 * the last task left it, for a park that had already seen the group
@@ -194,6 +196,7 @@ enum counter_idx {
 	CNT_RCU_BOOST,		/* a task preempted in an RCU reader went first */
 	CNT_KTHREAD_BOOST,	/* a kernel thread that woke went first */
 	CNT_CG_RESCUE,		/* a cgroup's lost release timer was re-armed */
+	CNT_LLC_RESCUE,		/* an LLC's lost timer was re-armed */
 	NR_COUNTERS,
 };
 

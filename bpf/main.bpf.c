@@ -85,7 +85,9 @@
  * compare-and-swap, so no deadline is lost, and a deadline due within
  * TIMER_RACE_NS is moved rather than trusted: its callback may already be
  * past the queue a task is being parked on); the timer only reads the
- * buckets. Cgroup limits (cgroups.bpf.h) reuse the same bucket and
+ * buckets. A timer that is lost anyway (seen with hogs pinned one per
+ * CPU: every CPU of the LLC idle, none ticking to re-arm it) is found by
+ * llc_sweep(), run every 100 ms from any CPU that ticks or starts a task. Cgroup limits (cgroups.bpf.h) reuse the same bucket and
  * charge points: every limited cgroup on a task's path has a shared
  * bucket under its own lock, and a task is throttled when its own quota
  * or any of them is used up. A task throttled by a cgroup waits on that
@@ -161,6 +163,13 @@ const volatile bool test_init_fail;
  * were lost; cg_sweep() must find it.
  */
 const volatile bool test_lose_cg_timers;
+
+/*
+ * Test hook (hidden --test-lose-llc-timers): once every 5 s an LLC's
+ * housekeeping timer fires but does nothing, not even re-arm
+ * (llc_timerfn()), as if it were lost; llc_sweep() must find it.
+ */
+const volatile bool test_lose_llc_timers;
 
 #include "state.bpf.h"
 #include "trace.bpf.h"
@@ -334,6 +343,10 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 	read_config(&cfg);
 	tick_learn(now);
 	timer_fired(&lctx->next_timer_ns, now);
+	if (test_lose(test_lose_llc_timers, &llc_test_lose_at_ns, now, 5))
+		return 0;
+	WRITE_ONCE(lctx->last_run_ns, now);
+	llc_sweep(now);
 	WRITE_ONCE(lctx->timer_home,
 		   llc_of(bpf_get_smp_processor_id()) == llc);
 	rel = release_due(llc, &cfg, now);
@@ -565,6 +578,7 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 
 	read_config(&cfg);
 	llc_timer_keep(llc, &cfg, now);
+	llc_sweep(now);
 	if (!tctx)
 		return;
 	charge(p, tctx, &cfg, now, false);
@@ -592,6 +606,8 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	struct fq_config cfg;
 	bool throttled;
 
+	/* Every CPU that starts a task may find a lost LLC timer. */
+	llc_sweep(now);
 	if (!tctx)
 		return;
 	read_config(&cfg);

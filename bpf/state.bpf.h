@@ -192,7 +192,8 @@ struct llc_ctx {
 	u32 timer_home;		/* its timer last ran on a CPU of this LLC
 				 * (llc_timer_keep()) */
 	struct bpf_cpumask __kptr *cpus;	/* its CPUs (set in ops.init()) */
-	u64 __pad[3];
+	u64 last_run_ns;	/* when its timer last ran (llc_sweep()) */
+	u64 __pad[2];
 };
 
 struct {

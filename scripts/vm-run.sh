@@ -21,6 +21,9 @@
 #        (two sockets = two LLCs), VM_KEEP=1 keeps the run
 #        directory (guest script, markers, vng log) for debugging,
 #        VM_VERBOSE=1 shows the guest's kernel console (boot log, panics),
+#        VM_APPEND  more kernel arguments for the guest (e.g. tsc=reliable:
+#        a stable clock; the guest otherwise finds the emulated TSCs
+#        unsynchronized and its sched_clock lags on idle vCPUs)
 #        VM_MODULE_BLACKLIST  modules the guest must not load (default: drivers
 #        for emulated hardware the tests do not use; empty = none)
 #
@@ -145,6 +148,7 @@ vng_args=(
     --user root --cwd "$REPO" --rwdir "$run"
 )
 [ -n "$VM_MODULE_BLACKLIST" ] && vng_args+=(--append "module_blacklist=$VM_MODULE_BLACKLIST")
+[ -n "${VM_APPEND:-}" ] && vng_args+=(--append "$VM_APPEND")
 for d in "${rwdirs[@]}"; do
     vng_args+=(--rwdir "$d")
 done

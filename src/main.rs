@@ -192,6 +192,12 @@ struct RunOpts {
     /// every 3 s, as a lost timer would (the sweep must find it).
     #[arg(long, hide = true)]
     test_lose_cg_timers: bool,
+
+    /// Test hook: an LLC's housekeeping timer fires but does nothing, not
+    /// even re-arm, once every 5 s, as a lost timer would (the sweep must
+    /// find it).
+    #[arg(long, hide = true)]
+    test_lose_llc_timers: bool,
 }
 
 #[derive(Debug, clap::Args)]

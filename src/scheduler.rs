@@ -80,6 +80,7 @@ impl<'a> Scheduler<'a> {
         rodata.test_verifier_reject = opts.test_verifier_reject;
         rodata.test_init_fail = opts.test_init_fail;
         rodata.test_lose_cg_timers = opts.test_lose_cg_timers;
+        rodata.test_lose_llc_timers = opts.test_lose_llc_timers;
         rodata.nr_llcs = topo.nr_llcs();
         for (cpu, llc) in topo.cpu_llc.iter().enumerate() {
             rodata.cpu_llc[cpu] = *llc;

@@ -235,6 +235,8 @@ pub struct Metrics {
     pub kthread_boost: u64,
     #[stat(desc = "limited cgroups whose lost release timer was re-armed")]
     pub cg_rescue: u64,
+    #[stat(desc = "LLCs whose lost housekeeping timer was re-armed")]
+    pub llc_rescue: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
     pub tasks: Vec<TaskStats>,
     #[stat(desc = "limited cgroups")]
@@ -270,6 +272,7 @@ impl Metrics {
             ("rcu_boost", &mut self.rcu_boost),
             ("kthread_boost", &mut self.kthread_boost),
             ("cg_rescue", &mut self.cg_rescue),
+            ("llc_rescue", &mut self.llc_rescue),
         ]
     }
 

@@ -891,6 +891,24 @@ def scenario_cgroup_lost_timer(out):
     return {"share": share, "rc": rc, "totals": totals, "state_after": sched_state()}
 
 
+def scenario_llc_lost_timer(out):
+    """One hog pinned per CPU under --period-us 10000 --quota-us 2000, the
+    LLC timer lost once every 5 s (a hidden hook). When every hog is
+    parked every CPU is idle and none ticks, so only llc_sweep(), run from
+    any CPU that starts a task (the daemon's thread wakes every second),
+    finds the lost timer. Without it the hogs stayed parked until the
+    kernel's watchdog ejected the scheduler (seen with a stable clock on
+    8 vCPUs: 42 s)."""
+    d = Daemon(out, "llc-lost-timer", ["--period-us", "10000", "--quota-us", "2000", "--test-lose-llc-timers"])
+    hogs = [spawn_hog(0, cpus=c) for c in range(os.cpu_count())]
+    time.sleep(3)
+    shares = measure([h.pid for h in hogs], 12)
+    state = sched_state()
+    kill_all(hogs)
+    rc = d.stop()
+    return {"shares": shares, "rc": rc, "totals": final_totals(d.stdout()), "state_during": state}
+
+
 def cgroup_rows(stdout, path):
     """The daemon's `cgroup PATH ...` stats lines for `path`, as dicts."""
     rows = []
@@ -1592,6 +1610,7 @@ SCENARIOS = {
     "cgroup_gone": scenario_cgroup_gone,
     "cgroup_fifo": scenario_cgroup_fifo,
     "cgroup_lost_timer": scenario_cgroup_lost_timer,
+    "llc_lost_timer": scenario_llc_lost_timer,
 }
 
 
