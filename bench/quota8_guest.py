@@ -58,11 +58,12 @@ def report(cmd, boots):
     kernel = json.load(open(os.path.join(boots[0][1], "quota8.json")))["kernel"]
     print(f"- kernel: {kernel}, virtme-ng VM, 8 vCPUs in 2 sockets (2 LLCs), single-threaded TCG")
     print(f"- date: {datetime.date.today().isoformat()}")
-    print("- clock: `default` is the guest as the tests boot it: the kernel finds the emulated TSCs "
+    print("- clock: `unstable` is the guest's own choice under TCG: the kernel finds the emulated TSCs "
           "unsynchronized and runs on HPET with an unstable sched_clock, whose per-CPU clock lags on "
           "a vCPU left idle and then charges the task it next runs with the lag (traced: single "
-          "charges of 0.3-0.9 s after a 2 s throttle); `tsc=reliable` boots the guest with that "
-          "kernel argument, a stable clock as on a real host (labelled `tsc-reliable`)")
+          "charges of 0.3-0.9 s after a 2 s throttle); `tsc-reliable` boots the guest with the kernel "
+          "argument `tsc=reliable`, a stable clock as on a real host, as `scripts/vm-run.sh` (the tests, "
+          "the other benchmarks) has done since 2026-11-26")
     args = json.load(open(os.path.join(boots[0][1], "quota8.json")))["args"]
     print(f"- scheduler: `scx_fairquota {' '.join(args)}`; 8 nice 0 hogs, measured over 10 s "
           "from /proc/PID/schedstat after 4 s; target 20% +- 3 each")

@@ -21,9 +21,11 @@
 #        (two sockets = two LLCs), VM_KEEP=1 keeps the run
 #        directory (guest script, markers, vng log) for debugging,
 #        VM_VERBOSE=1 shows the guest's kernel console (boot log, panics),
-#        VM_APPEND  more kernel arguments for the guest (e.g. tsc=reliable:
-#        a stable clock; the guest otherwise finds the emulated TSCs
-#        unsynchronized and its sched_clock lags on idle vCPUs)
+#        VM_APPEND  more kernel arguments for the guest (default
+#        tsc=reliable: a stable clock, as on a real host; under TCG the
+#        guest otherwise finds the emulated TSCs unsynchronized, and its
+#        unstable sched_clock lags on idle vCPUs and then charges the lag
+#        to a task as runtime; VM_APPEND="" boots it so)
 #        VM_MODULE_BLACKLIST  modules the guest must not load (default: drivers
 #        for emulated hardware the tests do not use; empty = none)
 #
@@ -148,7 +150,8 @@ vng_args=(
     --user root --cwd "$REPO" --rwdir "$run"
 )
 [ -n "$VM_MODULE_BLACKLIST" ] && vng_args+=(--append "module_blacklist=$VM_MODULE_BLACKLIST")
-[ -n "${VM_APPEND:-}" ] && vng_args+=(--append "$VM_APPEND")
+VM_APPEND="${VM_APPEND-tsc=reliable}"
+[ -n "$VM_APPEND" ] && vng_args+=(--append "$VM_APPEND")
 for d in "${rwdirs[@]}"; do
     vng_args+=(--rwdir "$d")
 done

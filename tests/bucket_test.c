@@ -237,9 +237,10 @@ static double simulate_stalls(u64 quota, u64 period, int pct, u64 max_stall)
  * quota/period. Past the cap (bw_max_debt(): 398 ms at 2 ms/10 ms, 380
  * ms at 20 ms/100 ms) the excess is forgiven, so that no task is
  * throttled past MAX_THROTTLE_NS: with stalls of up to 0.8 s in 2% of
- * turns the share is 21.7%, up to 1.6 s 27.9%. That is the suspect of the
- * 8-vCPU VM's pinned hogs at 17-35% (bench/quota8-report.md, README's
- * known gap): a vCPU the emulator leaves unrun for hundreds of ms.
+ * turns the share is 21.7%, up to 1.6 s 27.9%. The 8-vCPU VM's pinned
+ * hogs were charged such overruns, 0.3-0.9 s at once: runtime the guest's
+ * unstable clock made up on vCPUs left idle (README, "Pinned hogs on 8
+ * vCPUs"; with a stable clock they get 18.6-19.7%).
  */
 static void overruns_within_the_debt_cap_are_paid(void)
 {
