@@ -909,6 +909,44 @@ def scenario_llc_lost_timer(out):
     return {"shares": shares, "rc": rc, "totals": final_totals(d.stdout()), "state_during": state}
 
 
+def migrations(pid):
+    """se.nr_migrations of `pid` from /proc/PID/sched (CPU changes)."""
+    with open(f"/proc/{pid}/sched") as f:
+        for line in f:
+            if line.startswith("se.nr_migrations"):
+                return int(line.split(":")[1])
+    return 0
+
+
+def scenario_release_home(out):
+    """An unpinned hog under a 2000/10000 limit is throttled and released
+    100 times a second with the other CPU idle: each release should put it
+    back on the CPU it ran on (its cache), as CFS unthrottles on the same
+    CPU. Per-task quota, then the same limit from a cgroup's cpu.max."""
+    res = {}
+    for kind in ("task", "cgroup"):
+        if kind == "task":
+            d = Daemon(out, "release-home-task", ["--period-us", "10000", "--quota-us", "2000"])
+        else:
+            enable_cpu_controller()
+            make_cgroup("fq_home")
+            write_cg("fq_home", "cpu.max", "2000 10000")
+            d = Daemon(out, "release-home-cgroup", [])
+        h = spawn_hog(0)
+        if kind == "cgroup":
+            move_to_cgroup(h.pid, "fq_home")
+        time.sleep(2)
+        m0 = migrations(h.pid)
+        share = measure([h.pid], 6)[0]
+        moved = migrations(h.pid) - m0
+        kill_all([h])
+        rc = d.stop()
+        totals = final_totals(d.stdout())
+        res[kind] = {"moved": moved, "share": share, "rc": rc,
+                     "throttles": totals.get("throttles" if kind == "task" else "cg_throttles", 0)}
+    return res
+
+
 def cgroup_rows(stdout, path):
     """The daemon's `cgroup PATH ...` stats lines for `path`, as dicts."""
     rows = []
@@ -1611,6 +1649,7 @@ SCENARIOS = {
     "cgroup_fifo": scenario_cgroup_fifo,
     "cgroup_lost_timer": scenario_cgroup_lost_timer,
     "llc_lost_timer": scenario_llc_lost_timer,
+    "release_home": scenario_release_home,
 }
 
 
