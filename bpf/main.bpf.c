@@ -130,7 +130,9 @@
  * limited cgroup costs a hash entry, a timer and a DSQ; its timer runs
  * when the group has parked tasks, at its releases. Once a second one
  * LLC timer looks at every limited cgroup for a lost release timer
- * (cg_sweep(): O(limited cgroups) a second). Stats:
+ * (cg_sweep(): O(limited cgroups) a second), and every 100 ms one CPU
+ * looks at every LLC's timer (llc_sweep(): O(LLCs); the other calls
+ * read one global word). Stats:
  * one task-iterator pass per interval (stats.bpf.h).
  *
  * Copyright (c) 2026 The scx_fairquota authors
