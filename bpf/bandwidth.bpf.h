@@ -523,7 +523,7 @@ static long cg_sweep_one(struct bpf_map *map, u64 *key, struct cg_state *st,
 
 	if ((state != CG_TIMER_READY && state != CG_TIMER_DYING) ||
 	    scx_bpf_dsq_nr_queued(cg_dsq_id(*key)) <= 0 ||
-	    (next && next + CG_SWEEP_LATE_NS > *now))
+	    (next && next + SWEEP_LATE_NS > *now))
 		return 0;
 	if (cg_timer_arm(st, *now))
 		stat_inc(CNT_CG_RESCUE);

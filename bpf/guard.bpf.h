@@ -138,17 +138,17 @@ static void llc_timer_keep(u32 llc, const struct fq_config *cfg, u64 now)
 static u64 llc_sweep_at_ns;
 
 /*
- * Once every LLC_SWEEP_NS, from whichever CPU's tick or LLC timer comes
- * first, re-arm the timer of every LLC that has tasks parked or waiting
- * but whose timer is overdue by CG_SWEEP_LATE_NS: its deadline (or, with
- * none, its last run plus SCAN_QUIET_NS) is that far past. A timer can be
+ * Once every LLC_SWEEP_NS, from whichever CPU's tick, task start or LLC
+ * timer comes first, re-arm the timer of every LLC that has tasks parked
+ * or waiting but whose timer is overdue by SWEEP_LATE_NS: its deadline
+ * (or, with none, its last run plus SCAN_QUIET_NS) is that far past. A timer can be
  * lost (a start that fails, even from its own callback), and
  * llc_timer_keep() rescues it only from a tick of the LLC's own CPUs:
  * with every CPU of an LLC idle because its tasks are all parked (tasks
  * pinned one per CPU under a quota) nothing did, and they waited until
  * the kernel's watchdog ejected the scheduler (42 s, 8 vCPUs, stable
  * clock). Now any busy CPU, or another LLC's timer, re-arms it: a lost
- * timer costs its LLC at most about LLC_SWEEP_NS + CG_SWEEP_LATE_NS past
+ * timer costs its LLC at most about LLC_SWEEP_NS + SWEEP_LATE_NS past
  * its deadline while any CPU ticks or starts a task (the daemon's own
  * thread wakes every second). O(LLCs) every LLC_SWEEP_NS; a read of one
  * global word on the other calls (ops.running(), ops.tick()).
@@ -167,7 +167,7 @@ static void llc_sweep(u64 now)
 			continue;
 		due = READ_ONCE(lctx->next_timer_ns) ?:
 		      READ_ONCE(lctx->last_run_ns) + SCAN_QUIET_NS;
-		if (now <= due + CG_SWEEP_LATE_NS ||
+		if (now <= due + SWEEP_LATE_NS ||
 		    (scx_bpf_dsq_nr_queued(dsq_id(DSQ_THROTTLED, i)) <= 0 &&
 		     !llc_has_waiters(i)))
 			continue;

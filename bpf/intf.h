@@ -70,8 +70,11 @@ enum consts {
 	TIMER_RACE_NS		= 1000ULL * 1000,
 	/* Limited cgroups' release timers are checked this often (one LLC timer). */
 	CG_SWEEP_NS		= 1000ULL * 1000 * 1000,
-	/* A release deadline this far past with tasks still parked was lost. */
-	CG_SWEEP_LATE_NS	= 50ULL * 1000 * 1000,
+	/*
+	 * A timer deadline this far past with tasks still waiting on it was
+	 * lost (cg_sweep(), llc_sweep()).
+	 */
+	SWEEP_LATE_NS		= 50ULL * 1000 * 1000,
 	/* The LLC timers are checked this often (llc_sweep()). */
 	LLC_SWEEP_NS		= 100ULL * 1000 * 1000,
 	/*

@@ -87,9 +87,10 @@
  * past the queue a task is being parked on); the timer only reads the
  * buckets. A timer that is lost anyway (seen with hogs pinned one per
  * CPU: every CPU of the LLC idle, none ticking to re-arm it) is found by
- * llc_sweep(), run every 100 ms from any CPU that ticks or starts a task. Cgroup limits (cgroups.bpf.h) reuse the same bucket and
- * charge points: every limited cgroup on a task's path has a shared
- * bucket under its own lock, and a task is throttled when its own quota
+ * llc_sweep(), run every 100 ms from any CPU that ticks or starts a task.
+ * Cgroup limits (cgroups.bpf.h) reuse the same bucket and charge points:
+ * every limited cgroup on a task's path has a shared bucket under its own
+ * lock, and a task is throttled when its own quota
  * or any of them is used up. A task throttled by a cgroup waits on that
  * group's own DSQ (one per cgroup of the cpu controller, FIFO); the
  * group's timer releases its tasks oldest first, as many as its tokens
