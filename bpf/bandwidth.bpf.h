@@ -138,25 +138,42 @@ static u64 release_time(const struct task_ctx *tctx,
  * re-arm. It is moved TIMER_RACE_NS ahead (the tasks due then wait that
  * much longer). Return false if the timer could not be started (the
  * deadline is withdrawn).
+ *
+ * With @restart (the timer's own callback, and a move to another CPU), a
+ * kept deadline no later than @when is started again rather than trusted.
+ * @next_ns can say "armed" while the timer is not: a start made with the
+ * IRQs off (every sched_ext callback) is deferred by the kernel to an
+ * irq_work, so it can land after a later start of the callback, with an
+ * older deadline that then fires early and leaves the callback trusting a
+ * deadline nobody armed (seen as lost LLC timers: 1-8 per 14 s with tasks
+ * pinned one per CPU under a quota on 8 vCPUs). The callback restarting
+ * its timer at every run closes that: every run leaves it armed.
  */
 static __always_inline bool timer_arm(struct bpf_timer *timer, u64 *next_ns,
-				      u64 when, u64 flags)
+				      u64 when, u64 flags, bool restart)
 {
-	u64 cur, again, target, soon = bpf_ktime_get_ns() + TIMER_RACE_NS;
+	u64 cur, again, target, prev, soon = bpf_ktime_get_ns() + TIMER_RACE_NS;
 	int i;
 
 	if (when < soon)
 		when = soon;
 	for (i = 0; i < 4; i++) {
 		cur = __sync_fetch_and_add(next_ns, 0);
-		if (cur >= soon && cur <= when)
-			return true;
-		target = cur && cur < soon ? soon : when;
-		if (__sync_val_compare_and_swap(next_ns, cur, target) != cur)
-			continue;
+		if (cur >= soon && cur <= when) {
+			if (!restart)
+				return true;
+			target = cur;
+			prev = 0;
+		} else {
+			target = cur && cur < soon ? soon : when;
+			if (__sync_val_compare_and_swap(next_ns, cur, target) !=
+			    cur)
+				continue;
+			prev = cur;
+		}
 		if (bpf_timer_start(timer, target, BPF_F_TIMER_ABS | flags)) {
 			/* Not armed (a deferred start can fail): undo. */
-			__sync_val_compare_and_swap(next_ns, target, cur);
+			__sync_val_compare_and_swap(next_ns, target, prev);
 			return false;
 		}
 		again = READ_ONCE(*next_ns);
@@ -165,6 +182,40 @@ static __always_inline bool timer_arm(struct bpf_timer *timer, u64 *next_ns,
 		return true;
 	}
 	return true;
+}
+
+/*
+ * A task is being parked to wait for @when on a queue whose timer keeps
+ * its earliest wanted deadline in @want_ns: record it before arming. The
+ * task lands on the queue only after ops.enqueue() returns; a callback
+ * that runs in between finds the queue without it, but takes @want_ns
+ * (timer_wanted()) and comes back for it.
+ */
+static __always_inline void timer_want(u64 *want_ns, u64 when)
+{
+	u64 cur;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		cur = READ_ONCE(*want_ns);
+		if ((cur && cur <= when) ||
+		    __sync_val_compare_and_swap(want_ns, cur, when) == cur)
+			return;
+	}
+}
+
+/*
+ * Called by a timer's callback at @now, before it looks at its queue:
+ * the next deadline a task parked meanwhile needs (0 if none), no sooner
+ * than SCAN_MIN_NS from now (its task may still be on its way).
+ */
+static __always_inline u64 timer_wanted(u64 *want_ns, u64 now)
+{
+	u64 w = __sync_lock_test_and_set(want_ns, 0);
+
+	if (!w)
+		return 0;
+	return w > now + SCAN_MIN_NS ? w : now + SCAN_MIN_NS;
 }
 
 /*
@@ -188,7 +239,14 @@ static __always_inline void timer_fired(u64 *next_ns, u64 now)
 static void llc_timer_arm(struct llc_ctx *lctx, u64 when)
 {
 	timer_arm(&lctx->timer, &lctx->next_timer_ns, when,
-		  BPF_F_TIMER_CPU_PIN);
+		  BPF_F_TIMER_CPU_PIN, false);
+}
+
+/* Re-arm @lctx's timer for @when from its callback (see timer_arm()). */
+static void llc_timer_rearm(struct llc_ctx *lctx, u64 when)
+{
+	timer_arm(&lctx->timer, &lctx->next_timer_ns, when,
+		  BPF_F_TIMER_CPU_PIN, true);
 }
 
 static int cg_timerfn(void *map, u64 *key, struct cg_state *st);
@@ -196,7 +254,7 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st);
 /* Arm limited cgroup @st's release timer for @when. */
 static bool cg_timer_arm(struct cg_state *st, u64 when)
 {
-	return timer_arm(&st->timer, &st->next_timer_ns, when, 0);
+	return timer_arm(&st->timer, &st->next_timer_ns, when, 0, false);
 }
 
 /*
@@ -229,6 +287,7 @@ static struct cg_state *cg_parkable(u64 id)
  */
 static void cg_wait_release(struct cg_state *st, u64 id, u64 release)
 {
+	timer_want(&st->want_ns, release);
 	if (!cg_timer_arm(st, release))
 		scx_bpf_error("cannot arm the release timer of cgroup %llu", id);
 }
@@ -298,8 +357,10 @@ static void park(struct task_struct *p, struct task_ctx *tctx,
 		return;
 	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_THROTTLED, tctx->llc),
 				 cfg->slice_ns, release, enq_flags);
-	if (lctx)
+	if (lctx) {
+		timer_want(&lctx->want_ns, release);
 		llc_timer_arm(lctx, release);
+	}
 }
 
 /*
@@ -462,12 +523,14 @@ static bool test_lose(bool on, u64 *at_ns, u64 now, u64 secs)
 static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 {
 	u64 id = *key, now = bpf_ktime_get_ns(), dsq = cg_dsq_id(id), next = 0;
+	u64 want;
 	bool limited = cg_limit_of(id);
 	struct task_struct *p;
 	struct fq_config cfg;
 
 	read_config(&cfg);
 	timer_fired(&st->next_timer_ns, now);
+	want = timer_wanted(&st->want_ns, now);
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		struct task_ctx *tctx = try_lookup_task_ctx(p);
 		u64 wait = 0, since, force;
@@ -494,6 +557,8 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 	/* Tasks parked while this ran are looked at soon. */
 	if (!next && scx_bpf_dsq_nr_queued(dsq) > 0)
 		next = now + SCAN_MIN_NS;
+	if (want && (!next || want < next))
+		next = want;
 	if (!next && READ_ONCE(st->timer_state) == CG_TIMER_DYING) {
 		if (now >= st->dying_ns + CG_DYING_GRACE_NS) {
 			cg_drop(id);
@@ -501,19 +566,23 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 		}
 		next = st->dying_ns + CG_DYING_GRACE_NS;
 	}
+	/* A start that landed meanwhile stands, and is made again. */
+	if (!next)
+		next = READ_ONCE(st->next_timer_ns);
 	if (next && !test_lose(test_lose_cg_timers, &cg_test_lose_at_ns, now, 3))
-		cg_timer_arm(st, next);
+		timer_arm(&st->timer, &st->next_timer_ns, next, 0, true);
 	return 0;
 }
 
 /*
  * Re-arm limited cgroup @st's release timer if tasks are parked on its DSQ
- * but its deadline is gone or long past: the timer was lost. timer_arm()
- * keeps deadlines from being lost while the parker's few instructions run
- * within TIMER_RACE_NS; a parker stopped longer than that between its
- * look at the deadline and its task landing on the DSQ (a preempted vCPU:
- * seen under TCG, where 2 tasks stayed parked 37 s and the watchdog ejected
- * the scheduler) can still miss a callback that found the DSQ empty.
+ * but its deadline is gone or long past: the timer was lost. A backstop:
+ * a parker stopped between its look at the deadline and its task landing
+ * on the DSQ (a preempted vCPU: seen under TCG, where 2 tasks stayed
+ * parked 37 s and the watchdog ejected the scheduler) once made a
+ * callback that found the DSQ empty stop the timer; timer_want() now
+ * brings that callback back, and timer_arm() restarts a timer at every
+ * callback run.
  */
 static long cg_sweep_one(struct bpf_map *map, u64 *key, struct cg_state *st,
 			 u64 *now)

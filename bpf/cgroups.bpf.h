@@ -131,6 +131,8 @@ struct cg_state {
 	u64 fast_until_ns;	/* end of the bucket's current period */
 	u64 fast_max_ns;	/* most runtime a CPU holds uncharged */
 	u64 dying_ns;		/* CG_TIMER_DYING: when its cgroup exited */
+	u64 want_ns;		/* earliest release of a task being parked
+				 * (timer_want()) */
 };
 
 /*

@@ -127,8 +127,7 @@ static void llc_timer_keep(u32 llc, const struct fq_config *cfg, u64 now)
 	if (!READ_ONCE(lctx->timer_home) && next > now &&
 	    !__sync_val_compare_and_swap(&lctx->timer_home, 0, 1)) {
 		/* Same deadline, pinned to this CPU (one tick does it). */
-		bpf_timer_start(&lctx->timer, next,
-				BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
+		llc_timer_rearm(lctx, next);
 		return;
 	}
 	if (!next || (next > when && llc_has_waiters(llc)))

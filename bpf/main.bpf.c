@@ -85,9 +85,15 @@
  * compare-and-swap, so no deadline is lost, and a deadline due within
  * TIMER_RACE_NS is moved rather than trusted: its callback may already be
  * past the queue a task is being parked on); the timer only reads the
- * buckets. A timer that is lost anyway (seen with hogs pinned one per
- * CPU: every CPU of the LLC idle, none ticking to re-arm it) is found by
- * llc_sweep(), run every 100 ms from any CPU that ticks or starts a task.
+ * buckets. Two rules keep a timer from being lost (timer_arm()): every
+ * callback run starts its timer again, since a start from a sched_ext
+ * callback is deferred by the kernel and may land late with an older
+ * deadline; and a parker records the release it needs (timer_want())
+ * before it looks at the armed deadline, so a callback that runs before
+ * the task lands on the queue comes back for it. A timer that is lost
+ * anyway (seen with hogs pinned one per CPU: every CPU of the LLC idle,
+ * none ticking to re-arm it) is found by llc_sweep(), run every 100 ms
+ * from any CPU that ticks or starts a task.
  * Cgroup limits (cgroups.bpf.h) reuse the same bucket and charge points:
  * every limited cgroup on a task's path has a shared bucket under its own
  * lock, and a task is throttled when its own quota
@@ -169,8 +175,9 @@ const volatile bool test_lose_cg_timers;
 
 /*
  * Test hook (hidden --test-lose-llc-timers): once every 5 s an LLC's
- * housekeeping timer fires but does nothing, not even re-arm
- * (llc_timerfn()), as if it were lost; llc_sweep() must find it.
+ * housekeeping timer fires but does nothing, not even re-arm, and leaves
+ * a deadline SCAN_MAX_NS ahead that nothing is armed for (llc_timerfn()):
+ * the state a lost timer was found in. llc_sweep() must find it.
  */
 const volatile bool test_lose_llc_timers;
 
@@ -339,15 +346,18 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 	u32 llc = *key;
 	struct llc_ctx *lctx = try_lookup_llc_ctx(llc);
 	struct fq_config cfg;
-	u64 now = bpf_ktime_get_ns(), next, rel;
+	u64 now = bpf_ktime_get_ns(), next, rel, want;
 
 	if (!lctx)
 		return 0;
 	read_config(&cfg);
 	tick_learn(now);
 	timer_fired(&lctx->next_timer_ns, now);
-	if (test_lose(test_lose_llc_timers, &llc_test_lose_at_ns, now, 5))
+	if (test_lose(test_lose_llc_timers, &llc_test_lose_at_ns, now, 5)) {
+		WRITE_ONCE(lctx->next_timer_ns, now + SCAN_MAX_NS);
 		return 0;
+	}
+	want = timer_wanted(&lctx->want_ns, now);
 	WRITE_ONCE(lctx->last_run_ns, now);
 	llc_sweep(now);
 	WRITE_ONCE(lctx->timer_home,
@@ -362,11 +372,13 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 	 * Nothing queued or parked here: slow down, so that an idle LLC is
 	 * not woken 50 times a second (see guard.bpf.h).
 	 */
-	next = now + (!rel && llc_quiet(llc) ? SCAN_QUIET_NS :
+	next = now + (!rel && !want && llc_quiet(llc) ? SCAN_QUIET_NS :
 		      scan_interval(&cfg));
 	if (rel && rel < next)
 		next = rel;
-	llc_timer_arm(lctx, next);
+	if (want && want < next)
+		next = want;
+	llc_timer_rearm(lctx, next);
 	return 0;
 }
 

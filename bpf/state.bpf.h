@@ -193,7 +193,9 @@ struct llc_ctx {
 				 * (llc_timer_keep()) */
 	struct bpf_cpumask __kptr *cpus;	/* its CPUs (set in ops.init()) */
 	u64 last_run_ns;	/* when its timer last ran (llc_sweep()) */
-	u64 __pad[2];
+	u64 want_ns;		/* earliest release of a task being parked
+				 * on THROTTLED (timer_want()) */
+	u64 __pad[1];
 };
 
 struct {
