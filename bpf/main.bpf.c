@@ -38,7 +38,8 @@
  *    idle mark. A per-CPU BPF timer ends a slice that a tick would end
  *    more than 1 ms late, so slices are honored within 1 ms; it is
  *    started only for turns that may need it (arm_slice_timer(): a turn
- *    that blocks before a tick costs no timer; the first CPU-bound turn
+ *    that blocks before a tick costs no timer, under a quota too unless
+ *    its tokens cut it short; the first CPU-bound turn
  *    of a task that blocked early before may run up to a tick past a
  *    slice shorter than a tick).
  *
@@ -265,27 +266,39 @@ static void slice_timer_start(struct cpu_ctx *cctx, u64 ns)
 
 /*
  * A turn of @tctx of @slice ns starts on @cctx's CPU: arm the slice timer
- * if the turn may have to end between ticks and others wait for the CPU.
- * A FIFO or RR turn that a quota or a cgroup's tokens cut short is always
- * timed (exact shares). An unlimited RR turn is timed from its start if
+ * if the turn may have to end between ticks. A FIFO turn that a cgroup's
+ * tokens cut short is always timed. An RR turn is timed from its start if
  * the task ran its last turn until its slice was taken (a CPU-bound task:
- * it will likely use this one up too) and others wait. Any other turn is
- * left to the ticks: the tick that finds less than a tick less the slack
- * left arms the timer (slice_timer_tick()). Most turns of wakeup-driven
- * work block long before their slice ends, so they start no timer:
- * starting one was most of ops.running()'s cost, and its useless expiry
- * an interrupt. The price: a task that turns CPU-bound after blocking
- * early may overrun one slice shorter than a tick by up to a tick (its
- * next turn is timed).
+ * it will likely use this one up too) and others wait, or, for a task
+ * under a quota or a limited cgroup, whatever waits; a limited turn that
+ * its tokens cut short (@slice below the slice of @cfg) is always timed,
+ * so a quota ends on time. Any other turn is left to the ticks: the tick
+ * that finds less than a tick less the slack left arms the timer
+ * (slice_timer_tick()). Most turns of wakeup-driven work block long
+ * before their slice ends, so they start no timer: starting one was most
+ * of ops.running()'s cost (on this kernel a start from a sched_ext
+ * callback is deferred to an irq_work: an allocation and a
+ * self-interrupt), and its useless expiry an interrupt. A server in a
+ * limited cgroup (nginx: one turn per request) started one per turn until
+ * 2026-11-26. The price: a task that turns CPU-bound after blocking early
+ * may overrun one slice shorter than a tick by up to a tick (its next
+ * turn is timed); under a quota the overrun is charged, so the share over
+ * periods stays exact.
  */
 static void arm_slice_timer(struct cpu_ctx *cctx, const struct task_ctx *tctx,
-			    u64 slice, u32 llc)
+			    u64 slice, u32 llc, const struct fq_config *cfg)
 {
-	if (tctx->class == CLASS_FIFO ? !tctx->nr_cg :
-	    (!tctx->limited && !tctx->nr_cg &&
-	     (!tctx->ran_out || !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))))
-		return;
-	slice_timer_start(cctx, slice);
+	bool timed;
+
+	if (tctx->class == CLASS_FIFO)
+		timed = tctx->nr_cg;
+	else if (tctx->limited || tctx->nr_cg)
+		timed = slice < cfg->slice_ns || tctx->ran_out;
+	else
+		timed = tctx->ran_out &&
+			scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc));
+	if (timed)
+		slice_timer_start(cctx, slice);
 }
 
 /*
@@ -336,7 +349,7 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 	if (cctx) {
 		/* A timer armed for the turn that ends is void. */
 		cctx->turn++;
-		arm_slice_timer(cctx, pctx, slice, llc);
+		arm_slice_timer(cctx, pctx, slice, llc, cfg);
 	}
 }
 
@@ -685,7 +698,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	tctx->urgent = 0;
 	cctx->curr_deadline = rr_deadline(tctx->vtime, slice, tctx->weight);
 
-	arm_slice_timer(cctx, tctx, slice, llc);
+	arm_slice_timer(cctx, tctx, slice, llc, &cfg);
 }
 
 void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)

@@ -227,9 +227,11 @@ def quantile(xs, q):
 def test_rr_slices_honored(binary, tmp_path):
     """RR slices end within 1 ms of their length (issue 5), whether the
     slice timer or a tick ends them; and wakeup-driven turns, which block
-    before their slice ends, start no slice timer (arm_slice_timer())."""
+    before their slice ends, start no slice timer (arm_slice_timer()), under
+    a quota too."""
     r = run_scenario("slice_lengths", tmp_path)
     wake = r.pop("wakeups")
+    limited = r.pop("wakeups_limited")
     checks = []
     for us, m in r.items():
         slice_ms = int(us) / 1000
@@ -253,6 +255,16 @@ def test_rr_slices_honored(binary, tmp_path):
         ("ping-pong beside a hog: timers per turn", f"{arm:.3f}", "<= 0.2",
          "slice_arm" in t and arm <= 0.2),
         ("ping-pong beside a hog: scheduler exit", wake["rc"], "0", wake["rc"] == 0),
+    ]
+    t = limited["totals"]
+    arm = t.get("slice_arm", 0) / max(t.get("rr_dispatch", 0), 1)
+    print(f"ping-pong under an 80000/100000 quota: {limited['round_trips']} round trips, totals {t}")
+    # Before 2026-11-26 every turn of a limited task started a timer.
+    checks += [
+        ("ping-pong under a quota: exit status", limited["pingpong_rc"], "0", limited["pingpong_rc"] == 0),
+        ("ping-pong under a quota: timers per turn", f"{arm:.3f}", "<= 0.2",
+         "slice_arm" in t and arm <= 0.2),
+        ("ping-pong under a quota: scheduler exit", limited["rc"], "0", limited["rc"] == 0),
     ]
     check_all(checks)
 

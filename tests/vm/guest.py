@@ -429,6 +429,14 @@ def scenario_slice_lengths(out):
     rc = d.stop()
     res["wakeups"] = {"pingpong_rc": pp["rc"], "round_trips": pp["stdout"].strip(),
                       "totals": final_totals(d.stdout()), "rc": rc}
+    # The same ping-pong under a per-task quota it never uses up (80% each,
+    # about 50% used): its turns are limited but not cut short by tokens,
+    # so they start no timer either (every limited turn did before).
+    d = Daemon(out, "slice-wakeups-limited", ["--period-us", "100000", "--quota-us", "80000"])
+    pp = run_cmd(["taskset", "-c", "1", PY, "-c", PING_PONG, "6"], timeout=300)
+    rc = d.stop()
+    res["wakeups_limited"] = {"pingpong_rc": pp["rc"], "round_trips": pp["stdout"].strip(),
+                              "totals": final_totals(d.stdout()), "rc": rc}
     return res
 
 
