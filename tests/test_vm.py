@@ -224,6 +224,19 @@ def quantile(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
 
 
+def pingpong_timer_checks(name, res):
+    """Checks of a ping-pong run (scenario slice_lengths): it and the
+    scheduler exit 0, and its turns start at most 0.2 slice timers each."""
+    t = res["totals"]
+    arm = t.get("slice_arm", 0) / max(t.get("rr_dispatch", 0), 1)
+    print(f"{name}: {res['round_trips']} round trips, totals {t}")
+    return [
+        (f"{name}: exit status", res["pingpong_rc"], "0", res["pingpong_rc"] == 0),
+        (f"{name}: timers per turn", f"{arm:.3f}", "<= 0.2", "slice_arm" in t and arm <= 0.2),
+        (f"{name}: scheduler exit", res["rc"], "0", res["rc"] == 0),
+    ]
+
+
 def test_rr_slices_honored(binary, tmp_path):
     """RR slices end within 1 ms of their length (issue 5), whether the
     slice timer or a tick ends them; and wakeup-driven turns, which block
@@ -246,26 +259,10 @@ def test_rr_slices_honored(binary, tmp_path):
              p90 <= slice_ms + 1.5),
             (f"{us} us: exit status", m["rc"], "0", m["rc"] == 0),
         ]
-    t = wake["totals"]
-    arm = t.get("slice_arm", 0) / max(t.get("rr_dispatch", 0), 1)
-    print(f"ping-pong beside a hog: {wake['round_trips']} round trips, totals {t}")
-    # Before, every turn that started with the hog waiting started a timer.
-    checks += [
-        ("ping-pong beside a hog: exit status", wake["pingpong_rc"], "0", wake["pingpong_rc"] == 0),
-        ("ping-pong beside a hog: timers per turn", f"{arm:.3f}", "<= 0.2",
-         "slice_arm" in t and arm <= 0.2),
-        ("ping-pong beside a hog: scheduler exit", wake["rc"], "0", wake["rc"] == 0),
-    ]
-    t = limited["totals"]
-    arm = t.get("slice_arm", 0) / max(t.get("rr_dispatch", 0), 1)
-    print(f"ping-pong under an 80000/100000 quota: {limited['round_trips']} round trips, totals {t}")
-    # Before 2026-11-26 every turn of a limited task started a timer.
-    checks += [
-        ("ping-pong under a quota: exit status", limited["pingpong_rc"], "0", limited["pingpong_rc"] == 0),
-        ("ping-pong under a quota: timers per turn", f"{arm:.3f}", "<= 0.2",
-         "slice_arm" in t and arm <= 0.2),
-        ("ping-pong under a quota: scheduler exit", limited["rc"], "0", limited["rc"] == 0),
-    ]
+    # Before, every turn that started with the hog waiting started a timer;
+    # before 2026-11-26 every turn of a limited task did.
+    checks += pingpong_timer_checks("ping-pong beside a hog", wake)
+    checks += pingpong_timer_checks("ping-pong under an 80000/100000 quota", limited)
     check_all(checks)
 
 
