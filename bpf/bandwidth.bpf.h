@@ -280,16 +280,45 @@ static struct cg_state *cg_parkable(u64 id)
 }
 
 /*
+ * Return true for the first caller at or after *@at_ns, which moves it
+ * @interval_ns past @now: something done once per interval by whichever
+ * CPU comes first.
+ */
+static bool once_per(u64 *at_ns, u64 now, u64 interval_ns)
+{
+	u64 at = READ_ONCE(*at_ns);
+
+	return now >= at &&
+	       __sync_val_compare_and_swap(at_ns, at, now + interval_ns) == at;
+}
+
+static u64 cg_test_lose_at_ns, llc_test_lose_at_ns, cg_test_fail_at_ns;
+
+/* Test hooks (test_lose_*_timers): true once every @secs s if @on. */
+static bool test_lose(bool on, u64 *at_ns, u64 now, u64 secs)
+{
+	return on && once_per(at_ns, now, secs * 1000000000ULL);
+}
+
+/*
  * A task now waits on limited cgroup @id's DSQ until @release: arm the
  * group's timer. The task is queued before the timer is armed, so a
  * callback that runs meanwhile either sees it or has reset next_timer_ns
- * (timer_arm()).
+ * (timer_arm()). A start can fail: from a sched_ext callback the kernel
+ * defers it, which takes an allocation that may fail under memory
+ * pressure. That once ended the scheduler (scx_bpf_error()); now the
+ * failure is counted and the task stays parked: an armed deadline that
+ * stands comes back for it (timer_want()), and with none the sweep
+ * re-arms the timer (cg_sweep(): within about a second). With the test
+ * hook test_lose_cg_timers one park every 3 s takes this path.
  */
-static void cg_wait_release(struct cg_state *st, u64 id, u64 release)
+static void cg_wait_release(struct cg_state *st, u64 release)
 {
 	timer_want(&st->want_ns, release);
-	if (!cg_timer_arm(st, release))
-		scx_bpf_error("cannot arm the release timer of cgroup %llu", id);
+	if (test_lose(test_lose_cg_timers, &cg_test_fail_at_ns,
+		      bpf_ktime_get_ns(), 3) ||
+	    !cg_timer_arm(st, release))
+		stat_inc(CNT_TIMER_FAIL);
 }
 
 /*
@@ -305,7 +334,7 @@ static bool cg_park(struct task_struct *p, const struct fq_config *cfg,
 	if (!st)
 		return false;
 	scx_bpf_dsq_insert(p, cg_dsq_id(id), cfg->slice_ns, enq_flags);
-	cg_wait_release(st, id, release);
+	cg_wait_release(st, release);
 	return true;
 }
 
@@ -327,7 +356,7 @@ static bool cg_adopt(struct bpf_iter_scx_dsq *it, struct task_struct *p,
 
 	if (!st || !scx_bpf_dsq_move(it, p, cg_dsq_id(id), 0))
 		return false;
-	cg_wait_release(st, id, until);
+	cg_wait_release(st, until);
 	stat_inc(CNT_CG_ADOPT);
 	return true;
 }
@@ -484,27 +513,6 @@ static void cg_drop(u64 id)
 	scx_bpf_destroy_dsq(cg_dsq_id(id));
 	if (!bpf_map_lookup_elem(&cgroup_limits, &id))
 		bpf_map_delete_elem(&cgroup_states, &id);
-}
-
-/*
- * Return true for the first caller at or after *@at_ns, which moves it
- * @interval_ns past @now: something done once per interval by whichever
- * CPU comes first.
- */
-static bool once_per(u64 *at_ns, u64 now, u64 interval_ns)
-{
-	u64 at = READ_ONCE(*at_ns);
-
-	return now >= at &&
-	       __sync_val_compare_and_swap(at_ns, at, now + interval_ns) == at;
-}
-
-static u64 cg_test_lose_at_ns, llc_test_lose_at_ns;
-
-/* Test hooks (test_lose_*_timers): true once every @secs s if @on. */
-static bool test_lose(bool on, u64 *at_ns, u64 now, u64 secs)
-{
-	return on && once_per(at_ns, now, secs * 1000000000ULL);
 }
 
 /*

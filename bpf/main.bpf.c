@@ -170,7 +170,9 @@ const volatile bool test_init_fail;
 /*
  * Test hook (hidden --test-lose-cg-timers): a limited cgroup's release
  * timer does not re-arm, once every 3 s (cg_timerfn()), as if the timer
- * were lost; cg_sweep() must find it.
+ * were lost; cg_sweep() must find it. And once every 3 s a park's start
+ * of that timer is taken to have failed (cg_wait_release()): the
+ * scheduler must go on.
  */
 const volatile bool test_lose_cg_timers;
 

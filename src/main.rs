@@ -189,7 +189,8 @@ struct RunOpts {
     test_init_fail: bool,
 
     /// Test hook: a limited cgroup's release timer fails to re-arm once
-    /// every 3 s, as a lost timer would (the sweep must find it).
+    /// every 3 s, as a lost timer would (the sweep must find it), and a
+    /// park's start of it fails once every 3 s (the scheduler goes on).
     #[arg(long, hide = true)]
     test_lose_cg_timers: bool,
 

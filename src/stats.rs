@@ -237,6 +237,8 @@ pub struct Metrics {
     pub cg_rescue: u64,
     #[stat(desc = "LLCs whose lost housekeeping timer was re-armed")]
     pub llc_rescue: u64,
+    #[stat(desc = "release timer starts that failed (the sweep re-arms the timer)")]
+    pub timer_fail: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
     pub tasks: Vec<TaskStats>,
     #[stat(desc = "limited cgroups")]
@@ -273,6 +275,7 @@ impl Metrics {
             ("kthread_boost", &mut self.kthread_boost),
             ("cg_rescue", &mut self.cg_rescue),
             ("llc_rescue", &mut self.llc_rescue),
+            ("timer_fail", &mut self.timer_fail),
         ]
     }
 

@@ -607,9 +607,12 @@ def test_cgroup_fifo_task(binary, tmp_path):
 def test_cgroup_lost_release_timer(binary, tmp_path):
     """A limited cgroup's release timer lost once every 3 s (hidden hook):
     the sweep re-arms it within about a second, so the group keeps most
-    of its quota and nothing nears the watchdog."""
+    of its quota and nothing nears the watchdog. The hook also fails one
+    park's start of the timer every 3 s (as an allocation failure of the
+    kernel's deferred start would): counted, and the scheduler goes on."""
     r = run_scenario("cgroup_lost_timer", tmp_path)
     rescues = r["totals"].get("cg_rescue", 0)
+    fails = r["totals"].get("timer_fail", 0)
     check_all([
         ("2000/10000 group, timer lost every 3 s: share", pct(r["share"]), ">= 10% (20% less the lost seconds)",
          r["share"] >= 0.10),
@@ -618,6 +621,9 @@ def test_cgroup_lost_release_timer(binary, tmp_path):
         # (1 rescue in a CI run of 2026-11-26, 3 before). Without the sweep
         # the group stalled and the watchdog ejected the scheduler.
         ("lost timers re-armed by the sweep (cg_rescue)", rescues, ">= 1", rescues >= 1),
+        # The hook also fails a park's timer start once every 3 s: that
+        # ended the scheduler (scx_bpf_error()) before 2026-11-26.
+        ("failed timer starts survived (timer_fail)", fails, ">= 2", fails >= 2),
         ("scheduler after", r["state_after"][0], "disabled (exited cleanly)", r["state_after"][0] == "disabled"),
         ("exit status", r["rc"], "0", r["rc"] == 0),
     ])
