@@ -236,10 +236,10 @@ static __always_inline void timer_fired(u64 *next_ns, u64 now)
  * at its earlier deadline (at most SCAN_QUIET_NS away), and a CPU's tick
  * re-arms a timer that stopped (llc_timer_keep()).
  */
-static void llc_timer_arm(struct llc_ctx *lctx, u64 when)
+static bool llc_timer_arm(struct llc_ctx *lctx, u64 when)
 {
-	timer_arm(&lctx->timer, &lctx->next_timer_ns, when,
-		  BPF_F_TIMER_CPU_PIN, false);
+	return timer_arm(&lctx->timer, &lctx->next_timer_ns, when,
+			 BPF_F_TIMER_CPU_PIN, false);
 }
 
 /* Re-arm @lctx's timer for @when from its callback (see timer_arm()). */
@@ -386,9 +386,11 @@ static void park(struct task_struct *p, struct task_ctx *tctx,
 		return;
 	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_THROTTLED, tctx->llc),
 				 cfg->slice_ns, release, enq_flags);
+	/* A failed start (see cg_wait_release()) is left to llc_sweep(). */
 	if (lctx) {
 		timer_want(&lctx->want_ns, release);
-		llc_timer_arm(lctx, release);
+		if (!llc_timer_arm(lctx, release))
+			stat_inc(CNT_TIMER_FAIL);
 	}
 }
 

@@ -200,7 +200,7 @@ enum counter_idx {
 	CNT_KTHREAD_BOOST,	/* a kernel thread that woke went first */
 	CNT_CG_RESCUE,		/* a cgroup's lost release timer was re-armed */
 	CNT_LLC_RESCUE,		/* an LLC's lost timer was re-armed */
-	CNT_TIMER_FAIL,		/* a cgroup's release timer could not be started */
+	CNT_TIMER_FAIL,		/* a release timer could not be started */
 	NR_COUNTERS,
 };
 

@@ -237,7 +237,7 @@ pub struct Metrics {
     pub cg_rescue: u64,
     #[stat(desc = "LLCs whose lost housekeeping timer was re-armed")]
     pub llc_rescue: u64,
-    #[stat(desc = "release timer starts that failed (the sweep re-arms the timer)")]
+    #[stat(desc = "release timer starts (LLC or cgroup) that failed; the sweeps re-arm them")]
     pub timer_fail: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
     pub tasks: Vec<TaskStats>,
