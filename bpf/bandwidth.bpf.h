@@ -301,6 +301,17 @@ static bool test_lose(bool on, u64 *at_ns, u64 now, u64 secs)
 }
 
 /*
+ * Test hook (test_lose_cg_timers): true once every 3 s, a release timer
+ * start taken to have failed. The flag is read first, so without the hook
+ * a park reads no clock for it.
+ */
+static bool test_fail_start(void)
+{
+	return test_lose_cg_timers &&
+	       test_lose(true, &cg_test_fail_at_ns, bpf_ktime_get_ns(), 3);
+}
+
+/*
  * A task now waits on limited cgroup @id's DSQ until @release: arm the
  * group's timer. The task is queued before the timer is armed, so a
  * callback that runs meanwhile either sees it or has reset next_timer_ns
@@ -315,9 +326,7 @@ static bool test_lose(bool on, u64 *at_ns, u64 now, u64 secs)
 static void cg_wait_release(struct cg_state *st, u64 release)
 {
 	timer_want(&st->want_ns, release);
-	if (test_lose(test_lose_cg_timers, &cg_test_fail_at_ns,
-		      bpf_ktime_get_ns(), 3) ||
-	    !cg_timer_arm(st, release))
+	if (test_fail_start() || !cg_timer_arm(st, release))
 		stat_inc(CNT_TIMER_FAIL);
 }
 
