@@ -151,7 +151,7 @@ enum cg_timer_state {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_QUEUE);
-	__uint(max_entries, MAX_LIMITED_CGROUPS);
+	__uint(max_entries, 2 * MAX_LIMITED_CGROUPS);
 	__type(value, u64);
 } cg_timer_queue SEC(".maps");
 
@@ -166,9 +166,14 @@ static u64 cg_dsq_id(u64 id)
 	return (1ULL << 62) | id;
 }
 
+/*
+ * Room for every limited cgroup: MAX_LIMITED_CGROUPS from the command line
+ * plus as many from cpu.max. A state outlives its limit (until its cgroup
+ * exits), so a full map is possible still: counted (CNT_CG_FULL).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_LIMITED_CGROUPS);
+	__uint(max_entries, 2 * MAX_LIMITED_CGROUPS);
 	__type(key, u64);
 	__type(value, struct cg_state);
 } cgroup_states SEC(".maps");
@@ -213,8 +218,13 @@ static void cg_resolve(const struct task_struct *p, struct task_ctx *tctx,
 		    !anc)
 			break;
 		id = BPF_CORE_READ(anc, kn, id);
-		if (!cg_limit_of(id) || !cg_state_of(id))
+		if (!cg_limit_of(id))
 			continue;
+		if (!cg_state_of(id)) {
+			/* Not enforced: counted, and reported by the daemon. */
+			stat_inc(CNT_CG_FULL);
+			continue;
+		}
 		tctx->cg_ids[n & (MAX_TASK_CGROUPS - 1)] = id;
 		n++;
 	}

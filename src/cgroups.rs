@@ -3,7 +3,7 @@
 //! cgroup v2 directory behind a path, the `cgroup_limits` map entries, and
 //! per-cgroup statistics in cpu.stat's vocabulary.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -177,6 +177,25 @@ pub fn kernel_cpu_max_note(supported: bool, release: &str) -> Option<String> {
     })
 }
 
+/// The warning for limits the BPF side could not take (its counter
+/// `cg_full`: `refused` so far, `seen` at the last warning), or `None`
+/// when there is nothing new to say. Each refusal is a cgroup that runs
+/// unlimited: a finite cpu.max past the map's room, or a limited group
+/// whose state found the state map full (counted again at each look).
+/// The first refusal is told, then each doubling of the count: a few
+/// lines, never one per second.
+pub fn limits_full_warning(refused: u64, seen: u64) -> Option<String> {
+    let max = bpf_intf::consts_MAX_LIMITED_CGROUPS;
+    (refused > 0 && refused >= seen.saturating_mul(2)).then(|| {
+        format!(
+            "cgroup limits not enforced ({refused} refused so far): more limited cgroups than \
+             this scheduler holds ({max} with a finite cpu.max, {max} from the command line); \
+             the cgroups refused run unlimited. Set cpu.max to \"max\" where no limit is \
+             needed, or limit a common parent instead"
+        )
+    })
+}
+
 /// A limited cgroup the daemon knows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limited {
@@ -325,9 +344,14 @@ pub fn read_usage<M: MapCore>(states: &M, id: u64) -> Usage {
         .unwrap_or_default()
 }
 
-/// Find the path of cgroup `id` under /sys/fs/cgroup (for limits added by
-/// `set` in another process). A walk of the tree, done once per new id.
-pub fn find_path(id: u64) -> Option<String> {
+/// Find the paths under /sys/fs/cgroup of the cgroups `ids` (limits from
+/// cpu.max, or added by `set` in another process): one walk of the tree,
+/// which ends once every id is found. Ids not found are left out.
+pub fn find_paths(ids: &BTreeSet<u64>) -> BTreeMap<u64, String> {
+    let mut found = BTreeMap::new();
+    if ids.is_empty() {
+        return found;
+    }
     let mut stack = vec![PathBuf::from(CGROUP_ROOT)];
     while let Some(dir) = stack.pop() {
         let Ok(rd) = std::fs::read_dir(&dir) else {
@@ -338,22 +362,44 @@ pub fn find_path(id: u64) -> Option<String> {
             if !md.is_dir() {
                 continue;
             }
-            if md.ino() == id {
-                return e
-                    .path()
-                    .strip_prefix(CGROUP_ROOT)
-                    .ok()
-                    .map(|p| p.display().to_string());
+            if ids.contains(&md.ino())
+                && let Ok(rel) = e.path().strip_prefix(CGROUP_ROOT)
+            {
+                found.insert(md.ino(), rel.display().to_string());
+                if found.len() == ids.len() {
+                    return found;
+                }
             }
             stack.push(e.path());
         }
     }
-    None
+    found
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_no_paths_for_no_ids() {
+        assert!(find_paths(&BTreeSet::new()).is_empty());
+        // An inode number no cgroup has: the walk ends with nothing.
+        assert!(find_paths(&BTreeSet::from([u64::MAX])).is_empty());
+    }
+
+    #[test]
+    fn warns_of_refused_limits_at_each_doubling() {
+        assert_eq!(limits_full_warning(0, 0), None);
+        assert!(limits_full_warning(1, 0).is_some());
+        assert_eq!(limits_full_warning(3, 3), None);
+        assert_eq!(limits_full_warning(5, 3), None);
+        let w = limits_full_warning(6, 3).unwrap();
+        assert!(
+            w.starts_with("cgroup limits not enforced (6 refused so far)"),
+            "{w}"
+        );
+        assert!(w.contains("4096 with a finite cpu.max"), "{w}");
+    }
 
     #[test]
     fn parses_limits_and_max() {

@@ -7,7 +7,7 @@
 //! attach it, print statistics while it runs, detach and report why it
 //! ended.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::Read;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +35,8 @@ pub struct Scheduler<'a> {
     pub cgroups: BTreeMap<u64, Limited>,
     /// Stats read errors already reported (each kind once).
     stats_errors: HashSet<String>,
+    /// Limits the BPF side refused (`cg_full`) at the last warning.
+    cg_refused: u64,
 }
 
 /// The stats server's side of the scheduler: snapshots out, requests in.
@@ -142,6 +144,7 @@ impl<'a> Scheduler<'a> {
             tunables,
             cgroups,
             stats_errors: HashSet::new(),
+            cg_refused: 0,
         };
 
         // Attach: from here on the kernel schedules through us.
@@ -221,10 +224,18 @@ impl<'a> Scheduler<'a> {
         merged.extend(cli.iter().map(|(id, l)| (*id, *l, false)));
         self.cgroups
             .retain(|id, _| cli.contains_key(id) || kernel.contains_key(id));
+        // The paths of new limits in one walk of the hierarchy: one walk
+        // per id took O(cgroups) each, minutes for thousands of cpu.max.
+        let new: BTreeSet<u64> = merged
+            .iter()
+            .map(|(id, _, _)| *id)
+            .filter(|id| !self.cgroups.contains_key(id))
+            .collect();
+        let mut paths = cgroups::find_paths(&new);
         for (id, limit, from_kernel) in merged {
             let path = match self.cgroups.get(&id) {
                 Some(l) => l.path.clone(),
-                None => cgroups::find_path(id).unwrap_or_else(|| format!("(id {id})")),
+                None => paths.remove(&id).unwrap_or_else(|| format!("(id {id})")),
             };
             self.cgroups.insert(
                 id,
@@ -235,17 +246,12 @@ impl<'a> Scheduler<'a> {
                 },
             );
         }
-        if let Ok(t) = self.totals()
-            && t.get(bpf_intf::counter_idx_CNT_CG_FULL) > 0
-        {
-            self.stats_error(
-                "cgroups",
-                anyhow!(
-                    "more cgroups have a finite cpu.max than the {} this scheduler can enforce; \
-                     the rest are not limited",
-                    bpf_intf::consts_MAX_LIMITED_CGROUPS
-                ),
-            );
+        if let Ok(t) = self.totals() {
+            let refused = t.get(bpf_intf::counter_idx_CNT_CG_FULL);
+            if let Some(w) = cgroups::limits_full_warning(refused, self.cg_refused) {
+                warn!("{w}");
+                self.cg_refused = refused;
+            }
         }
         let gone: Vec<u64> = self
             .cgroups
