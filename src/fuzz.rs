@@ -9,7 +9,7 @@ use proptest::prelude::*;
 
 use crate::cgroups::{self, CgroupArg};
 use crate::config::{SliceMode, Tunables, Update};
-use crate::stats::{CgroupSample, Metrics, Snapshot, TaskSample, Totals};
+use crate::stats::{CgroupSample, Metrics, Snapshot, TaskSample, Top, Totals};
 use crate::trace::timeline::{Event, Kind, Timeline};
 use crate::{Cmd, Opts, bpf_intf, config};
 
@@ -245,13 +245,16 @@ proptest! {
     /// Any two snapshots (counters that went backwards, pids reused, time
     /// standing still): metrics, their table and their JSON.
     #[test]
-    fn metrics_never_panic(prev in snapshot(), cur in snapshot(), top in 0usize..30) {
+    fn metrics_never_panic(prev in snapshot(), cur in snapshot(), tasks in 0usize..30, cgroups in 0usize..5) {
+        let top = Top { tasks, cgroups };
         let m = Metrics::between(&prev, &cur, top);
         let _ = m.format();
         let _ = m.format_final();
         let json = serde_json::to_string(&m).unwrap();
         let back: Metrics = serde_json::from_str(&json).unwrap();
         prop_assert_eq!(back.tasks.len(), m.tasks.len());
-        prop_assert!(top == 0 || m.tasks.len() <= top);
+        prop_assert!(tasks == 0 || m.tasks.len() <= tasks);
+        prop_assert!(cgroups == 0 || m.cgroups.len() <= cgroups);
+        prop_assert_eq!(m.nr_cgroups as usize, cur.cgroups.len());
     }
 }

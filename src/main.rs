@@ -155,6 +155,11 @@ struct RunOpts {
     #[arg(long, default_value_t = 10)]
     top: usize,
 
+    /// Number of limited cgroups shown in the statistics table and the
+    /// final summary, busiest first (0 = all).
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    top_cgroups: usize,
+
     /// Print statistics as one JSON object per line (with --stats or
     /// --monitor); the fields are those of --help-stats.
     #[arg(long)]
@@ -276,6 +281,14 @@ impl TraceOpts {
 }
 
 impl RunOpts {
+    /// The rows of each kind the statistics show.
+    fn top(&self) -> stats::Top {
+        stats::Top {
+            tasks: self.top,
+            cgroups: self.top_cgroups,
+        }
+    }
+
     fn tunables(&self) -> Tunables {
         Tunables {
             slice_us: self.slice_us.unwrap_or_else(|| {
@@ -336,14 +349,19 @@ fn shutdown_flag() -> Result<Arc<AtomicBool>> {
 
 fn run(opts: &RunOpts) -> Result<ExitCode> {
     if opts.help_stats {
-        stats::server_data(opts.top).describe_meta(&mut std::io::stdout(), None)?;
+        stats::server_data(opts.top()).describe_meta(&mut std::io::stdout(), None)?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(secs) = opts.monitor {
         if secs == 0.0 {
             usage_error("--monitor needs an interval above 0 seconds");
         }
-        stats::monitor(Duration::from_secs_f64(secs), opts.json, &*shutdown_flag()?)?;
+        stats::monitor(
+            Duration::from_secs_f64(secs),
+            opts.json,
+            opts.top(),
+            &*shutdown_flag()?,
+        )?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Err(msg) = opts.tunables().validate() {
@@ -366,7 +384,7 @@ fn run(opts: &RunOpts) -> Result<ExitCode> {
         let mut sched = Scheduler::init(opts, tunables.clone(), limits, &mut open_object)?;
         if server.is_none() {
             server = Some(
-                stats::Server::launch(opts.top)
+                stats::Server::launch(opts.top())
                     .map_err(|e| {
                         warn!("statistics socket unavailable ({e:#}); --monitor will not work")
                     })

@@ -21,7 +21,7 @@ use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_repo
 
 use crate::cgroups::{self, Limited};
 use crate::config::{self, Tunables};
-use crate::stats::{self, CgroupSample, Metrics, Snapshot, TaskSample, Totals};
+use crate::stats::{self, CgroupSample, Metrics, Snapshot, TaskSample, Top, Totals};
 use crate::{BpfSkel, BpfSkelBuilder};
 use crate::{RunOpts, SCHEDULER_NAME, bpf_intf, control, libbpf_log, sysfs, topology};
 
@@ -356,7 +356,7 @@ impl<'a> Scheduler<'a> {
             last_stats = Instant::now();
             let cur = self.snapshot(start, true);
             stats::print_metrics(
-                &Metrics::between(&prev, &cur, self.opts.top),
+                &Metrics::between(&prev, &cur, self.opts.top()),
                 self.opts.json,
             );
             prev = cur;
@@ -370,7 +370,11 @@ impl<'a> Scheduler<'a> {
 
         // Detach; the kernel returns every task to its default scheduler.
         let _ = self.struct_ops.take();
-        let summary = Metrics::between(&Snapshot::default(), &last, 0);
+        let top = Top {
+            tasks: 0,
+            ..self.opts.top()
+        };
+        let summary = Metrics::between(&Snapshot::default(), &last, top);
         if self.opts.json {
             stats::print_metrics(&summary, true);
         } else {

@@ -239,10 +239,37 @@ pub struct Metrics {
     pub llc_rescue: u64,
     #[stat(desc = "release timer starts (LLC or cgroup) that failed; the sweeps re-arm them")]
     pub timer_fail: u64,
+    #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
+    pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
     pub tasks: Vec<TaskStats>,
-    #[stat(desc = "limited cgroups")]
+    #[stat(desc = "busiest limited cgroups of the interval, busiest first")]
     pub cgroups: Vec<CgroupStats>,
+}
+
+/// How many rows of each kind the statistics carry (0 = all): a host with
+/// tens of thousands of tasks and thousands of limited cgroups gets the
+/// busiest few each interval, not a page per second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Top {
+    pub tasks: usize,
+    pub cgroups: usize,
+}
+
+#[cfg(test)]
+impl Top {
+    /// Every row.
+    pub const ALL: Top = Top {
+        tasks: 0,
+        cgroups: 0,
+    };
+}
+
+/// Keep the first `top` of `rows` (0 = all).
+fn keep_first<T>(rows: &mut Vec<T>, top: usize) {
+    if top > 0 {
+        rows.truncate(top);
+    }
 }
 
 fn pct(used_ns: u64, interval_ns: u64) -> f64 {
@@ -294,17 +321,18 @@ impl Metrics {
         s
     }
 
-    /// What happened between `prev` and `cur`: counter deltas, the `top`
-    /// busiest tasks of the interval (0: all) and every limited cgroup. A
-    /// task or cgroup not in `prev` counts everything it used as used in
-    /// the interval; `Snapshot::default()` as `prev` gives totals since
-    /// attach.
-    pub fn between(prev: &Snapshot, cur: &Snapshot, top: usize) -> Metrics {
+    /// What happened between `prev` and `cur`: counter deltas, the
+    /// `top.tasks` busiest tasks and the `top.cgroups` busiest limited
+    /// cgroups of the interval (by CPU used in it). A task or cgroup not in
+    /// `prev` counts everything it used as used in the interval;
+    /// `Snapshot::default()` as `prev` gives totals since attach.
+    pub fn between(prev: &Snapshot, cur: &Snapshot, top: Top) -> Metrics {
         let interval_ns = cur.at_ns.saturating_sub(prev.at_ns);
         let mut m = Metrics {
             uptime_s: cur.at_ns as f64 / 1e9,
             interval_s: interval_ns as f64 / 1e9,
             nr_tasks: cur.tasks.len() as u64,
+            nr_cgroups: cur.cgroups.len() as u64,
             ..Default::default()
         };
         let d = cur.totals.delta(&prev.totals);
@@ -336,9 +364,7 @@ impl Metrics {
             .collect();
         m.tasks
             .sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct).then(a.pid.cmp(&b.pid)));
-        if top > 0 {
-            m.tasks.truncate(top);
-        }
+        keep_first(&mut m.tasks, top.tasks);
         let used_before: HashMap<u64, u64> = prev
             .cgroups
             .iter()
@@ -369,11 +395,28 @@ impl Metrics {
                 }
             })
             .collect();
+        m.cgroups.sort_by(|a, b| {
+            (b.cpu_pct.total_cmp(&a.cpu_pct))
+                .then(b.throttled_usec.cmp(&a.throttled_usec))
+                .then_with(|| a.path.cmp(&b.path))
+        });
+        keep_first(&mut m.cgroups, top.cgroups);
         m
     }
 
+    /// The line that says how many cgroup rows were left out, if any.
+    fn more_cgroups(&self, out: &mut String) {
+        let more = self.nr_cgroups.saturating_sub(self.cgroups.len() as u64);
+        if more > 0 {
+            let _ = writeln!(
+                out,
+                "({more} more limited cgroups: --top-cgroups 0 shows all)"
+            );
+        }
+    }
+
     /// The periodic table: a counters line, the task table, a line per
-    /// limited cgroup.
+    /// limited cgroup (the busiest, as `Top` chose).
     pub fn format(&self) -> String {
         let mut out = format!(
             "[fairquota] t={:.1}s tasks={}{}\n{TABLE_HEADER}\n",
@@ -385,10 +428,15 @@ impl Metrics {
             out.push_str(&t.format());
             out.push('\n');
         }
+        let more = self.nr_tasks.saturating_sub(self.tasks.len() as u64);
+        if more > 0 {
+            let _ = writeln!(out, "({more} more tasks: --top 0 shows all)");
+        }
         for c in &self.cgroups {
             out.push_str(&c.format());
             out.push('\n');
         }
+        self.more_cgroups(&mut out);
         out
     }
 
@@ -400,6 +448,7 @@ impl Metrics {
             out.push_str(&c.format());
             out.push('\n');
         }
+        self.more_cgroups(&mut out);
         out
     }
 }
@@ -455,19 +504,24 @@ impl CgroupStats {
 
 /// The stats socket's data: each client gets, per request, the metrics
 /// since its previous request (the first: since attach). The scheduler
-/// answers a `()` request with a [`Snapshot`]. Request argument `top`: the
-/// number of tasks (default `default_top`, 0 = all).
-pub fn server_data(default_top: usize) -> StatsServerData<(), Snapshot> {
+/// answers a `()` request with a [`Snapshot`]. Request arguments `top` and
+/// `top_cgroups`: the number of task and cgroup rows (default
+/// `default_top`, 0 = all).
+pub fn server_data(default_top: Top) -> StatsServerData<(), Snapshot> {
     let open: Box<dyn StatsOpener<(), Snapshot>> = Box::new(move |_| {
         let mut prev = Snapshot::default();
         let read: Box<dyn StatsReader<(), Snapshot>> = Box::new(move |args, (req, res)| {
             req.send(())?;
             let cur = res.recv()?;
-            let top = match args.get("top") {
+            let arg = |name: &str, default: usize| match args.get(name) {
                 Some(v) => v
                     .parse()
-                    .map_err(|_| anyhow::anyhow!("top={v:?} is not a number of tasks"))?,
-                None => default_top,
+                    .map_err(|_| anyhow::anyhow!("{name}={v:?} is not a number of rows")),
+                None => Ok(default),
+            };
+            let top = Top {
+                tasks: arg("top", default_top.tasks)?,
+                cgroups: arg("top_cgroups", default_top.cgroups)?,
             };
             let m = Metrics::between(&prev, &cur, top);
             prev = cur;
@@ -493,7 +547,7 @@ impl Server {
     /// Serve [`server_data`] on [`SOCKET_PATH`], replacing a stale socket
     /// left by an instance that was killed. Only root may connect (mode
     /// 0600): the stats name every task on the host.
-    pub fn launch(default_top: usize) -> Result<Server> {
+    pub fn launch(default_top: Top) -> Result<Server> {
         let server = StatsServer::new(server_data(default_top))
             .set_path(SOCKET_PATH)
             .launch()?;
@@ -517,8 +571,9 @@ impl Drop for Server {
 }
 
 /// `--monitor`: print the running scheduler's metrics every `interval`
-/// (as a table, or a JSON object per line) until `shutdown`.
-pub fn monitor(interval: Duration, json: bool, shutdown: &AtomicBool) -> Result<()> {
+/// (as a table, or a JSON object per line; `top` rows of each kind) until
+/// `shutdown`.
+pub fn monitor(interval: Duration, json: bool, top: Top, shutdown: &AtomicBool) -> Result<()> {
     // Fail at once if nothing runs; once connected, a restarting
     // scheduler is waited for (scx_utils retries).
     if !std::path::Path::new(SOCKET_PATH).exists() {
@@ -526,8 +581,12 @@ pub fn monitor(interval: Duration, json: bool, shutdown: &AtomicBool) -> Result<
             "no running scx_fairquota to monitor: {SOCKET_PATH} does not exist; start the scheduler first"
         );
     }
+    let args = [
+        ("top".to_string(), top.tasks.to_string()),
+        ("top_cgroups".to_string(), top.cgroups.to_string()),
+    ];
     scx_utils::monitor_stats::<Metrics>(
-        &[],
+        &args,
         interval,
         || shutdown.load(Ordering::Relaxed),
         |m| {
@@ -625,7 +684,7 @@ mod tests {
             totals: t,
             ..Default::default()
         };
-        let m = Metrics::between(&Snapshot::default(), &cur, 0);
+        let m = Metrics::between(&Snapshot::default(), &cur, Top::ALL);
         assert_eq!((m.throttles, m.cg_full, m.guard), (4, 1, 0));
         let line = m.format_final();
         assert!(
@@ -658,20 +717,24 @@ mod tests {
     #[test]
     fn tasks_ranked_by_interval_cpu() {
         let (prev, cur) = snapshots();
-        let m = Metrics::between(&prev, &cur, 2);
+        let top = Top {
+            tasks: 2,
+            cgroups: 0,
+        };
+        let m = Metrics::between(&prev, &cur, top);
         assert_eq!((m.nr_tasks, m.tasks.len()), (3, 2));
         assert_eq!(m.tasks[0].pid, 2);
         assert!((m.tasks[0].cpu_pct - 50.0).abs() < 1e-9);
         assert_eq!(m.tasks[1].pid, 1);
         assert!((m.tasks[1].cpu_pct - 20.0).abs() < 1e-9);
-        assert_eq!(Metrics::between(&prev, &cur, 0).tasks.len(), 3);
+        assert_eq!(Metrics::between(&prev, &cur, Top::ALL).tasks.len(), 3);
         assert!((m.interval_s - 1.0).abs() < 1e-9);
     }
 
     #[test]
     fn cgroup_row_in_cpu_stat_vocabulary() {
         let (prev, cur) = snapshots();
-        let m = Metrics::between(&prev, &cur, 0);
+        let m = Metrics::between(&prev, &cur, Top::ALL);
         assert_eq!(
             m.cgroups[0].format(),
             "cgroup a from=cli quota=2000/10000 burst=1000 cpu=20.0% usage_usec=2000000 \
@@ -708,7 +771,7 @@ mod tests {
     #[test]
     fn row_format() {
         let (prev, cur) = snapshots();
-        let m = Metrics::between(&prev, &cur, 0);
+        let m = Metrics::between(&prev, &cur, Top::ALL);
         let t = m.tasks.iter().find(|t| t.pid == 1).unwrap();
         let line = t.format();
         let cols: Vec<&str> = line.split_whitespace().collect();
@@ -742,9 +805,66 @@ mod tests {
     }
 
     #[test]
+    fn busiest_cgroups_first_and_the_rest_counted() {
+        // 5 groups; "c3" used the most in the interval, "c0" and "c4" tie
+        // at none (c4 was throttled longer, so it comes first).
+        let group = |i: u64, usage_ns: u64, throttled_ns: u64| {
+            let mut c = cgroup(usage_ns);
+            c.id = i;
+            c.limited.path = format!("c{i}");
+            c.usage.throttled_ns = throttled_ns;
+            c
+        };
+        let prev = Snapshot {
+            at_ns: 1_000_000_000,
+            cgroups: (0..5).map(|i| group(i, 0, 0)).collect(),
+            ..Default::default()
+        };
+        let cur = Snapshot {
+            at_ns: 2_000_000_000,
+            cgroups: vec![
+                group(0, 0, 0),
+                group(1, 100_000_000, 0),
+                group(2, 200_000_000, 0),
+                group(3, 300_000_000, 0),
+                group(4, 0, 5_000_000),
+            ],
+            ..Default::default()
+        };
+        let top = Top {
+            tasks: 0,
+            cgroups: 2,
+        };
+        let m = Metrics::between(&prev, &cur, top);
+        let paths: Vec<&str> = m.cgroups.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!((m.nr_cgroups, paths), (5, vec!["c3", "c2"]));
+        let more = "(3 more limited cgroups: --top-cgroups 0 shows all)";
+        assert_eq!(m.format().lines().last(), Some(more));
+        assert_eq!(m.format_final().lines().last(), Some(more));
+        let all = Metrics::between(&prev, &cur, Top::ALL);
+        let paths: Vec<&str> = all.cgroups.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["c3", "c2", "c1", "c4", "c0"]);
+        assert!(!all.format().contains("more limited cgroups"));
+    }
+
+    #[test]
+    fn tasks_left_out_are_counted() {
+        let (prev, cur) = snapshots();
+        let top = Top {
+            tasks: 1,
+            cgroups: 0,
+        };
+        let table = Metrics::between(&prev, &cur, top).format();
+        assert!(
+            table.contains("\n(2 more tasks: --top 0 shows all)\n"),
+            "{table}"
+        );
+    }
+
+    #[test]
     fn every_field_is_described() {
         let mut out = Vec::new();
-        server_data(10).describe_meta(&mut out, None).unwrap();
+        server_data(Top::ALL).describe_meta(&mut out, None).unwrap();
         let text = String::from_utf8(out).unwrap();
         for field in ["cg_throttles", "max_wait_ns", "throttled_usec", "nr_bursts"] {
             assert!(

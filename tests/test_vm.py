@@ -714,6 +714,8 @@ def test_cgroup_scale(binary, tmp_path):
     full = r["totals"].get("cg_full", 0)
     warns = r["full_warnings"]
     g10, g500 = r["full_share"]
+    max_rows = max((n for n, _ in r["tables"]), default=0)
+    max_more = max((m for _, m in r["tables"]), default=0)
     checks += [
         # 4,100 finite cpu.max, 4 past the map's 4,096: refused, counted,
         # reported (a few lines), and the limits held keep working.
@@ -739,6 +741,11 @@ def test_cgroup_scale(binary, tmp_path):
         ("1% group, 60 s: share (cpu.stat)", pct(r["one_pct_share"]), "1% + forced turns (fails >= 25%)",
          r["one_pct_share"] < 0.25),
         ("1% group shown in the stats", row.get("quota"), "1000/100000", row.get("quota") == "1000/100000"),
+        # With 4,096 limited (4,076 left out in a run), each second's
+        # table shows the 20 busiest (--top-cgroups) and counts the rest,
+        # not 4,096 lines a second.
+        ("cgroup rows in a stats table", max_rows, "<= 20", 0 < max_rows <= 20),
+        ("... rows it says it left out (4,096 limited)", max_more, ">= 4,000", max_more >= 4000),
         ("exit status", r["rc"], "0", r["rc"] == 0),
     ]
     check_all(checks)
@@ -786,13 +793,19 @@ def test_stats_socket(binary, tmp_path):
     mon = r["monitor"]
     js = r["json_lines"]
     cg = [c for j in js for c in j.get("cgroups", []) if c.get("path") == "mon"]
+    tables = mon["stdout"].split("[fairquota] t=")
+    print("the last --monitor table:\n[fairquota] t=" + tables[-1])
     check_all([
         ("socket mode and owner", (r["mode"], r["uid"]), "('0o600', 0)", (r["mode"], r["uid"]) == ("0o600", 0)),
         ("--monitor: tables printed", mon["stdout"].count("[fairquota] t="), ">= 3",
          mon["stdout"].count("[fairquota] t=") >= 3 and mon["rc"] == 0),
         ("--monitor: cgroup row", "cgroup mon from=cli" in mon["stdout"], True, "cgroup mon from=cli" in mon["stdout"]),
+        ("--monitor: the tasks past --top counted", "more tasks: --top 0 shows all)" in tables[-1], True,
+         "more tasks: --top 0 shows all)" in tables[-1]),
         ("--monitor --json: objects", len(js), ">= 3, all JSON",
          len(js) >= 3 and all("nr_tasks" in j for j in js)),
+        ("--monitor --json --top 3: task rows of all", [(len(j.get("tasks", [])), j.get("nr_tasks")) for j in js[-1:]],
+         "3 of > 3", bool(js) and all(len(j.get("tasks", [])) == 3 and j.get("nr_tasks", 0) > 3 for j in js)),
         ("JSON cgroup share (last interval)", cg[-1]["cpu_pct"] if cg else None, "20% +- 3",
          bool(cg) and abs(cg[-1]["cpu_pct"] - 20.0) <= 3.0),
         ("top=0 gives every task", r["all_tasks"], "> 10", r["all_tasks"] > 10),

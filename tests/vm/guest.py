@@ -975,6 +975,20 @@ def cgroup_rows(stdout, path):
     return rows
 
 
+def table_cgroup_rows(stdout):
+    """Per stats table (each periodic one, then the final summary): its
+    number of `cgroup ...` rows, and the number it said it left out."""
+    tables = []
+    for line in stdout.splitlines():
+        if line.startswith(("[fairquota] t=", "[fairquota] final:")):
+            tables.append([0, 0])
+        elif tables and line.startswith("cgroup "):
+            tables[-1][0] += 1
+        elif tables and line.endswith(" more limited cgroups: --top-cgroups 0 shows all)"):
+            tables[-1][1] = int(line[1:].split()[0])
+    return tables
+
+
 def scenario_cgroups(out):
     """Cgroup limits from --cgroup: shares of several groups at once (a
     docker-like nested path, a hierarchy), a live change with `set`, a
@@ -1314,6 +1328,7 @@ def scenario_cgroup_scale(out):
     spin.wait()
     res["rc"] = d.stop()
     res["rows_one"] = cgroup_rows(d.stdout(), "fqs_one")[-1:]
+    res["tables"] = table_cgroup_rows(d.stdout())
     res["totals"] = final_totals(d.stdout())
     res["full_warnings"] = [l for l in d.stderr().splitlines() if "cgroup limits not enforced" in l]
     res["stderr"] = d.stderr()[-2000:]
@@ -1444,7 +1459,7 @@ def scenario_stats_socket(out):
     res = {"mode": oct(st.st_mode & 0o777), "uid": st.st_uid}
     res["monitor"] = run_cmd(["timeout", "--preserve-status", "-s", "INT", "5", BIN, "--monitor", "1"])
     res["monitor_json"] = run_cmd(["timeout", "--preserve-status", "-s", "INT", "5", BIN, "--monitor", "1",
-                                   "--json"])
+                                   "--json", "--top", "3"])
     res["json_lines"] = []
     for line in res["monitor_json"]["stdout"].splitlines():
         try:
