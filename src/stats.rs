@@ -406,13 +406,13 @@ impl Metrics {
 
     /// The line that says how many cgroup rows were left out, if any.
     fn more_cgroups(&self, out: &mut String) {
-        let more = self.nr_cgroups.saturating_sub(self.cgroups.len() as u64);
-        if more > 0 {
-            let _ = writeln!(
-                out,
-                "({more} more limited cgroups: --top-cgroups 0 shows all)"
-            );
-        }
+        more_line(
+            out,
+            self.nr_cgroups,
+            self.cgroups.len(),
+            "limited cgroups",
+            "--top-cgroups",
+        );
     }
 
     /// The periodic table: a counters line, the task table, a line per
@@ -428,10 +428,7 @@ impl Metrics {
             out.push_str(&t.format());
             out.push('\n');
         }
-        let more = self.nr_tasks.saturating_sub(self.tasks.len() as u64);
-        if more > 0 {
-            let _ = writeln!(out, "({more} more tasks: --top 0 shows all)");
-        }
+        more_line(&mut out, self.nr_tasks, self.tasks.len(), "tasks", "--top");
         for c in &self.cgroups {
             out.push_str(&c.format());
             out.push('\n');
@@ -450,6 +447,15 @@ impl Metrics {
         }
         self.more_cgroups(&mut out);
         out
+    }
+}
+
+/// `(N more WHAT: FLAG 0 shows all)` when `shown` rows of `total` leave
+/// some out.
+fn more_line(out: &mut String, total: u64, shown: usize, what: &str, flag: &str) {
+    let more = total.saturating_sub(shown as u64);
+    if more > 0 {
+        let _ = writeln!(out, "({more} more {what}: {flag} 0 shows all)");
     }
 }
 
