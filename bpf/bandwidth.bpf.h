@@ -521,6 +521,8 @@ static void cg_release(struct bpf_iter_scx_dsq *it, struct task_struct *p,
  */
 static void cg_drop(u64 id)
 {
+	if (bpf_map_lookup_elem(&cgroup_states, &id))
+		stat_inc(CNT_CG_GONE);
 	scx_bpf_destroy_dsq(cg_dsq_id(id));
 	if (!bpf_map_lookup_elem(&cgroup_limits, &id))
 		bpf_map_delete_elem(&cgroup_states, &id);
@@ -608,9 +610,14 @@ static long cg_sweep_one(struct bpf_map *map, u64 *key, struct cg_state *st,
 {
 	u32 state = READ_ONCE(st->timer_state);
 	u64 next = READ_ONCE(st->next_timer_ns);
+	s32 queued = scx_bpf_dsq_nr_queued(cg_dsq_id(*key));
 
+	/*
+	 * A group whose cgroup exited needs its timer with nothing parked
+	 * too: the timer drops its DSQ (gone once dropped: queued < 0).
+	 */
 	if ((state != CG_TIMER_READY && state != CG_TIMER_DYING) ||
-	    scx_bpf_dsq_nr_queued(cg_dsq_id(*key)) <= 0 ||
+	    queued < 0 || (!queued && state != CG_TIMER_DYING) ||
 	    (next && next + SWEEP_LATE_NS > *now))
 		return 0;
 	if (cg_timer_arm(st, *now))

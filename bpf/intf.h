@@ -201,6 +201,7 @@ enum counter_idx {
 	CNT_CG_RESCUE,		/* a cgroup's lost release timer was re-armed */
 	CNT_LLC_RESCUE,		/* an LLC's lost timer was re-armed */
 	CNT_TIMER_FAIL,		/* a release timer could not be started */
+	CNT_CG_GONE,		/* a limited cgroup left the cpu controller: dropped */
 	NR_COUNTERS,
 };
 

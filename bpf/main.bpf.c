@@ -103,8 +103,9 @@
  * group's timer releases its tasks oldest first, as many as its tokens
  * have turns for, at O(tasks released) per release (a group of a
  * thousand runnable tasks no longer wakes them all each period). A group
- * that leaves the cpu controller with tasks parked (ops.cgroup_exit())
- * hands its DSQ to its timer, which lets them go and then drops it.
+ * that leaves the cpu controller (ops.cgroup_exit()) hands its DSQ to
+ * its timer, which lets any parked tasks go and then drops it (a lost
+ * start is found by cg_sweep()).
  * A task is throttled where its turn ends (tick, slice timer, kick),
  * which may be inside a system call holding a sleeping lock: sched_ext
  * has no hook at the return to user space, where CFS throttles since
@@ -172,7 +173,9 @@ const volatile bool test_init_fail;
  * timer does not re-arm, once every 3 s (cg_timerfn()), as if the timer
  * were lost; cg_sweep() must find it. And once every 3 s a park's start
  * of that timer is taken to have failed (cg_wait_release()): the
- * scheduler must go on.
+ * scheduler must go on. Every start made as a group's cgroup leaves the
+ * cpu controller fails too (fairquota_cgroup_exit()): the sweep must
+ * start it, or the group's parked tasks and its DSQ stay.
  */
 const volatile bool test_lose_cg_timers;
 
@@ -902,8 +905,12 @@ void BPF_STRUCT_OPS(fairquota_cgroup_set_bandwidth, struct cgroup *cgrp,
  * and some may be parked on its DSQ, or being parked there. A group whose
  * release timer is set up (the only way onto its DSQ) hands the DSQ to the
  * timer, which lets those tasks go (its cpu.max no longer applies) and
- * drops it (cg_drop()); destroying a DSQ with tasks on it is an error
- * that ejects the scheduler.
+ * drops it (cg_drop()) after CG_DYING_GRACE_NS; destroying a DSQ with
+ * tasks on it is an error that ejects the scheduler. A start of the timer
+ * that fails (interrupts are on here, so it is not deferred and should
+ * not fail; the hook test_lose_cg_timers fails every one) is counted and
+ * left to cg_sweep(), which starts it within about a second, parked tasks
+ * or not.
  */
 void BPF_STRUCT_OPS(fairquota_cgroup_exit, struct cgroup *cgrp)
 {
@@ -918,13 +925,9 @@ void BPF_STRUCT_OPS(fairquota_cgroup_exit, struct cgroup *cgrp)
 	if (st && __sync_val_compare_and_swap(&st->timer_state, CG_TIMER_READY,
 					      CG_TIMER_DYING) ==
 			  CG_TIMER_READY) {
-		if (cg_timer_arm(st, st->dying_ns))
-			return;
-		/* No timer (cannot happen once set up): drop it now. */
-		if (scx_bpf_dsq_nr_queued(cg_dsq_id(id)) > 0) {
-			scx_bpf_error("cgroup %llu exited with parked tasks", id);
-			return;
-		}
+		if (test_lose_cg_timers || !cg_timer_arm(st, st->dying_ns))
+			stat_inc(CNT_TIMER_FAIL);
+		return;
 	}
 	cg_drop(id);
 }

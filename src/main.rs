@@ -195,7 +195,9 @@ struct RunOpts {
 
     /// Test hook: a limited cgroup's release timer fails to re-arm once
     /// every 3 s, as a lost timer would (the sweep must find it), and a
-    /// park's start of it fails once every 3 s (the scheduler goes on).
+    /// park's start of it fails once every 3 s (the scheduler goes on), and
+    /// every start as a group leaves the cpu controller fails (the sweep
+    /// must start it).
     #[arg(long, hide = true)]
     test_lose_cg_timers: bool,
 

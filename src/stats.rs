@@ -239,6 +239,8 @@ pub struct Metrics {
     pub llc_rescue: u64,
     #[stat(desc = "release timer starts (LLC or cgroup) that failed; the sweeps re-arm them")]
     pub timer_fail: u64,
+    #[stat(desc = "limited cgroups that left the cpu controller (removed): their queue dropped")]
+    pub cg_gone: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -303,6 +305,7 @@ impl Metrics {
             ("cg_rescue", &mut self.cg_rescue),
             ("llc_rescue", &mut self.llc_rescue),
             ("timer_fail", &mut self.timer_fail),
+            ("cg_gone", &mut self.cg_gone),
         ]
     }
 

@@ -1064,19 +1064,21 @@ def scenario_cgroups(out):
     return res
 
 
-def scenario_cgroup_gone(out):
+def cgroup_gone(out, name, extra, emptied=0):
     """The cpu controller turned off above a group limited by its own
     cpu.max while its tasks are parked on its queue: the group leaves the
     controller (ops.cgroup_exit()) with its tasks still in it, unlimited
     from then on. A second group, limited by --cgroup, is looked at
-    alongside: its limit does not depend on the controller."""
+    alongside: its limit does not depend on the controller. Then
+    `emptied` more groups limited by cpu.max park a hog each, lose it and
+    are removed. The daemon runs with `extra` arguments."""
     res = {}
     enable_cpu_controller()
     make_cgroup("fq_off/c")
     make_cgroup("fq_off/cli")
     write_cg("fq_off", "cgroup.subtree_control", "+cpu")
     write_cg("fq_off/c", "cpu.max", "2000 100000")
-    d = Daemon(out, "cgroup-gone", ["--cgroup", "fq_off/cli=10000/100000"])
+    d = Daemon(out, name, ["--cgroup", "fq_off/cli=10000/100000"] + extra)
     off = [spawn_hog(0) for _ in range(4)]
     cli = [spawn_hog(0) for _ in range(2)]
     for h in off:
@@ -1089,14 +1091,42 @@ def scenario_cgroup_gone(out):
     time.sleep(3)
     res["state_after"] = sched_state()
     res["after"] = group_share([[h.pid for h in off], [h.pid for h in cli]], 5)
-    res["state_end"] = sched_state()
     kill_all(off + cli)
+    if emptied:
+        gone = [f"fq_gone{i}" for i in range(emptied)]
+        hogs = []
+        for rel in gone:
+            make_cgroup(rel)
+            write_cg(rel, "cpu.max", "2000 10000")
+            hogs.append(spawn_hog(0))
+            move_to_cgroup(hogs[-1].pid, rel)
+        time.sleep(2)
+        kill_all(hogs)
+        time.sleep(0.5)
+        for rel in gone:
+            os.rmdir(os.path.join(CG, rel))
+        time.sleep(3)
+    res["state_end"] = sched_state()
     res["rc"] = d.stop()
     res["stdout"] = d.stdout()
     res["stderr"] = d.stderr()
+    res["totals"] = final_totals(res["stdout"])
     res["dmesg_sched_ext"] = [line for line in run_cmd(["dmesg"])["stdout"].splitlines()
                               if "sched_ext" in line][-10:]
     return res
+
+
+def scenario_cgroup_gone(out):
+    return cgroup_gone(out, "cgroup-gone", [])
+
+
+def scenario_cgroup_gone_lost_start(out):
+    """cgroup_gone with the hidden hook --test-lose-cg-timers, which fails
+    every start of a release timer made as a group leaves the cpu
+    controller (and loses one re-arm and one park's start every 3 s):
+    the sweep must start those timers, for the parked tasks and for the
+    3 removed groups with nothing parked, whose queues are then dropped."""
+    return cgroup_gone(out, "cgroup-gone-lost-start", ["--test-lose-cg-timers"], emptied=3)
 
 
 def enable_cpu_controller():
@@ -1699,6 +1729,7 @@ SCENARIOS = {
     "cgroup_exact": scenario_cgroup_exact,
     "cgroup_scale": scenario_cgroup_scale,
     "cgroup_gone": scenario_cgroup_gone,
+    "cgroup_gone_lost_start": scenario_cgroup_gone_lost_start,
     "cgroup_fifo": scenario_cgroup_fifo,
     "cgroup_lost_timer": scenario_cgroup_lost_timer,
     "llc_lost_timer": scenario_llc_lost_timer,
