@@ -418,13 +418,15 @@ impl Metrics {
         );
     }
 
-    /// The periodic table: a counters line, the task table, a line per
-    /// limited cgroup (the busiest, as `Top` chose).
+    /// The periodic table: a counters line (after the numbers of tasks
+    /// and limited cgroups), the task table, a line per limited cgroup
+    /// (the busiest, as `Top` chose).
     pub fn format(&self) -> String {
         let mut out = format!(
-            "[fairquota] t={:.1}s tasks={}{}\n{TABLE_HEADER}\n",
+            "[fairquota] t={:.1}s tasks={} cgroups={}{}\n{TABLE_HEADER}\n",
             self.uptime_s,
             self.nr_tasks,
+            self.nr_cgroups,
             self.counters_line()
         );
         for t in &self.tasks {
@@ -807,7 +809,7 @@ mod tests {
         );
         let table = m.format();
         assert!(
-            table.starts_with("[fairquota] t=2.0s tasks=3 fifo_dispatch=0"),
+            table.starts_with("[fairquota] t=2.0s tasks=3 cgroups=1 fifo_dispatch=0"),
             "{table}"
         );
         assert_eq!(table.lines().count(), 1 + 1 + 3 + 1);

@@ -829,6 +829,7 @@ def test_stats_socket(binary, tmp_path):
         ("--monitor: tables printed", mon["stdout"].count("[fairquota] t="), ">= 3",
          mon["stdout"].count("[fairquota] t=") >= 3 and mon["rc"] == 0),
         ("--monitor: cgroup row", "cgroup mon from=cli" in mon["stdout"], True, "cgroup mon from=cli" in mon["stdout"]),
+        ("--monitor: limited cgroups counted", " cgroups=1 " in tables[-1], True, " cgroups=1 " in tables[-1]),
         ("--monitor: the tasks past --top counted", "more tasks: --top 0 shows all)" in tables[-1], True,
          "more tasks: --top 0 shows all)" in tables[-1]),
         ("--monitor --json: objects", len(js), ">= 3, all JSON",
