@@ -597,7 +597,8 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 
 /*
  * Re-arm limited cgroup @st's release timer if tasks are parked on its DSQ
- * but its deadline is gone or long past: the timer was lost. A backstop:
+ * (or, once its cgroup exited, its DSQ is still there) but its deadline is
+ * gone or long past: the timer was lost, or its start failed. A backstop:
  * a parker stopped between its look at the deadline and its task landing
  * on the DSQ (a preempted vCPU: seen under TCG, where 2 tasks stayed
  * parked 37 s and the watchdog ejected the scheduler) once made a
@@ -610,15 +611,17 @@ static long cg_sweep_one(struct bpf_map *map, u64 *key, struct cg_state *st,
 {
 	u32 state = READ_ONCE(st->timer_state);
 	u64 next = READ_ONCE(st->next_timer_ns);
-	s32 queued = scx_bpf_dsq_nr_queued(cg_dsq_id(*key));
+	s32 queued;
 
+	if ((state != CG_TIMER_READY && state != CG_TIMER_DYING) ||
+	    (next && next + SWEEP_LATE_NS > *now))
+		return 0;
 	/*
 	 * A group whose cgroup exited needs its timer with nothing parked
 	 * too: the timer drops its DSQ (gone once dropped: queued < 0).
 	 */
-	if ((state != CG_TIMER_READY && state != CG_TIMER_DYING) ||
-	    queued < 0 || (!queued && state != CG_TIMER_DYING) ||
-	    (next && next + SWEEP_LATE_NS > *now))
+	queued = scx_bpf_dsq_nr_queued(cg_dsq_id(*key));
+	if (queued < 0 || (!queued && state != CG_TIMER_DYING))
 		return 0;
 	if (cg_timer_arm(st, *now))
 		stat_inc(CNT_CG_RESCUE);
