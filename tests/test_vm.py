@@ -681,14 +681,13 @@ def cgroup_gone_checks(r):
     errors = [x for x in r["dmesg_sched_ext"] if "disabled" in x and "unregistered" not in x]
     return [
         ("cpu.max 2000/100000 group before", pct(off0), "2% +- 1", abs(off0 - 0.02) <= 0.01),
-        ("--cgroup 10000/100000 group before", pct(cli0), "10% +- 2", abs(cli0 - 0.10) <= 0.02),
         ("scheduler after the controller went", r["state_after"][0], "enabled",
          r["state_after"][0] == "enabled"),
         ("group out of the cpu controller (4 hogs, 2 vCPUs)", pct(off1), ">= 100% (unlimited)", off1 >= 1.0),
         ("scheduler at the end", r["state_end"][0], "enabled", r["state_end"][0] == "enabled"),
         ("kernel: no sched_ext error", errors, "[]", not errors),
         ("exit status", r["rc"], "0", r["rc"] == 0),
-    ], cli1
+    ], cli0, cli1
 
 
 def test_cgroup_gone_under_throttle(binary, tmp_path):
@@ -699,9 +698,10 @@ def test_cgroup_gone_under_throttle(binary, tmp_path):
     "attempting to destroy in-use dsq"). A sibling limited to 10000/100000
     by --cgroup keeps its limit."""
     r = run_scenario("cgroup_gone", tmp_path)
-    checks, cli1 = cgroup_gone_checks(r)
+    checks, cli0, cli1 = cgroup_gone_checks(r)
     gone = r["totals"].get("cg_gone", 0)
     check_all(checks + [
+        ("--cgroup 10000/100000 group before", pct(cli0), "10% +- 2", abs(cli0 - 0.10) <= 0.02),
         ("--cgroup group after", pct(cli1), "10% +- 2", abs(cli1 - 0.10) <= 0.02),
         ("queues of the groups that left dropped (cg_gone)", gone, ">= 2", gone >= 2),
     ])
@@ -716,10 +716,14 @@ def test_cgroup_gone_lost_start(binary, tmp_path):
     with nothing parked, which drop their queues (before, their state and
     queue stayed for good: cg_gone 2)."""
     r = run_scenario("cgroup_gone_lost_start", tmp_path)
-    checks, cli1 = cgroup_gone_checks(r)
+    checks, cli0, cli1 = cgroup_gone_checks(r)
     t = r["totals"]
-    print(f"--cgroup group after, its timer lost every 3 s: {pct(cli1)}")
     check_all(checks + [
+        # The hook also loses this group's timer every 3 s (up to a second
+        # parked each time, as in test_cgroup_lost_release_timer): a CI
+        # run of 2026-11-27 read 7.5% before and 9.9% after.
+        ("--cgroup 10000/100000 group (timer lost every 3 s) before, after", f"{pct(cli0)}, {pct(cli1)}",
+         ">= 5% (10% less the lost seconds)", min(cli0, cli1) >= 0.05),
         ("failed starts as groups left (timer_fail)", t.get("timer_fail", 0), ">= 5 (2 + 3 groups)",
          t.get("timer_fail", 0) >= 5),
         ("queues dropped: 2 groups that left, 3 removed (cg_gone)", t.get("cg_gone", 0), ">= 5",
