@@ -12,6 +12,7 @@ mod control;
 #[cfg(test)]
 mod fuzz;
 mod libbpf_log;
+mod priority;
 mod scheduler;
 mod stats;
 mod sysfs;

@@ -23,7 +23,7 @@ use crate::cgroups::{self, Limited};
 use crate::config::{self, Tunables};
 use crate::stats::{self, CgroupSample, Metrics, Snapshot, TaskSample, Top, Totals};
 use crate::{BpfSkel, BpfSkelBuilder};
-use crate::{RunOpts, SCHEDULER_NAME, bpf_intf, control, libbpf_log, sysfs, topology};
+use crate::{RunOpts, SCHEDULER_NAME, bpf_intf, control, libbpf_log, priority, sysfs, topology};
 
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
@@ -69,6 +69,11 @@ impl<'a> Scheduler<'a> {
             warn!("{note}");
         }
 
+        // Open and load at nice -20 where allowed: the verifier runs in
+        // this thread and would otherwise queue behind a busy host's load.
+        let load_prio = priority::Raised::new().context("reading the daemon's nice value")?;
+        let load_start = Instant::now();
+
         // Open the BPF object.
         // (No obj_builder.debug(): it would replace libbpf_log's callback.)
         let skel_builder = BpfSkelBuilder::default();
@@ -102,6 +107,12 @@ impl<'a> Scheduler<'a> {
                 None => e,
             }
         })?;
+        info!(
+            "BPF program verified and loaded in {:.1}s {}",
+            load_start.elapsed().as_secs_f64(),
+            load_prio.describe()
+        );
+        drop(load_prio);
 
         // Tell the scheduler who the daemon is (its init-namespace tgid).
         skel.progs
