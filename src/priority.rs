@@ -16,10 +16,10 @@
 //! priority again needs nothing.
 
 /// The nice value the BPF program is loaded at.
-pub const LOAD_NICE: i32 = -20;
+const LOAD_NICE: i32 = -20;
 
 /// The calling thread's nice value.
-pub fn current() -> std::io::Result<i32> {
+fn current() -> std::io::Result<i32> {
     // getpriority() returns -1 both as a value and as an error: errno tells.
     unsafe { *libc::__errno_location() = 0 };
     let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
@@ -40,40 +40,40 @@ fn set(nice: i32) -> std::io::Result<()> {
 
 /// The calling thread at LOAD_NICE until this is dropped, if it may be.
 pub struct Raised {
-    /// The nice value before, restored on drop.
+    /// The nice value before, restored on drop if `now` differs.
     before: i32,
-    /// Why it could not be raised (None: raised, or already at LOAD_NICE or below).
+    /// The nice value the thread runs at while this lives.
+    now: i32,
+    /// Why it could not be raised.
     refused: Option<std::io::Error>,
 }
 
 impl Raised {
     pub fn new() -> std::io::Result<Self> {
         let before = current()?;
-        let refused = if before > LOAD_NICE {
-            set(LOAD_NICE).err()
+        let (now, refused) = if before <= LOAD_NICE {
+            (before, None)
         } else {
-            None
+            match set(LOAD_NICE) {
+                Ok(()) => (LOAD_NICE, None),
+                Err(e) => (before, Some(e)),
+            }
         };
-        Ok(Self { before, refused })
-    }
-
-    /// The nice value the thread runs at now.
-    pub fn nice(&self) -> i32 {
-        if self.refused.is_none() {
-            self.before.min(LOAD_NICE)
-        } else {
-            self.before
-        }
+        Ok(Self {
+            before,
+            now,
+            refused,
+        })
     }
 
     /// For the log: the nice of the load, and how to raise it if it was not.
     pub fn describe(&self) -> String {
         match &self.refused {
-            None => format!("at nice {}", self.nice()),
+            None => format!("at nice {}", self.now),
             Some(e) => format!(
                 "at nice {} (nice {LOAD_NICE} refused: {e}; give the daemon CAP_SYS_NICE or \
                  LimitNICE={LOAD_NICE} so that a start on a busy host is not slowed down)",
-                self.before
+                self.now
             ),
         }
     }
@@ -81,8 +81,7 @@ impl Raised {
 
 impl Drop for Raised {
     fn drop(&mut self) {
-        if self.refused.is_none()
-            && self.before > LOAD_NICE
+        if self.now != self.before
             && let Err(e) = set(self.before)
         {
             log::warn!(
@@ -102,13 +101,13 @@ mod tests {
         let before = current().unwrap();
         {
             let r = Raised::new().unwrap();
-            assert_eq!(current().unwrap(), r.nice());
+            assert_eq!(current().unwrap(), r.now);
             // Root (as in CI) may raise it; anyone else keeps theirs.
             if r.refused.is_none() {
-                assert_eq!(r.nice(), before.min(LOAD_NICE));
+                assert_eq!(r.now, before.min(LOAD_NICE));
                 assert_eq!(r.describe(), format!("at nice {}", before.min(LOAD_NICE)));
             } else {
-                assert_eq!(r.nice(), before);
+                assert_eq!(r.now, before);
                 assert!(r.describe().contains("LimitNICE=-20"), "{}", r.describe());
             }
         }
@@ -119,9 +118,9 @@ mod tests {
     fn a_refusal_names_the_fix() {
         let r = Raised {
             before: 0,
+            now: 0,
             refused: Some(std::io::Error::from_raw_os_error(libc::EACCES)),
         };
-        assert_eq!(r.nice(), 0);
         let d = r.describe();
         assert!(
             d.starts_with("at nice 0 (nice -20 refused: Permission denied"),
