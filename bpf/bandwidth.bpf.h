@@ -472,7 +472,7 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
 			scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p,
 					       dsq_id(DSQ_RR, llc), 0);
 		}
-		kick_home_cpu(p);
+		kick_home_cpu(p, llc);
 	}
 	return next;
 }
@@ -508,7 +508,7 @@ static void cg_release(struct bpf_iter_scx_dsq *it, struct task_struct *p,
 		ok = scx_bpf_dsq_move_vtime(it, p, dsq_id(DSQ_RR, llc), 0);
 	}
 	if (ok)
-		kick_home_cpu(p);
+		kick_home_cpu(p, llc);
 	else if (tctx)
 		/* Dequeued meanwhile: it holds no share of the tokens. */
 		cg_release_done(tctx);

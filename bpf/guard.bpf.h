@@ -61,7 +61,7 @@ static u32 age_queue(u32 kind, u32 llc, u64 bound_ns, u64 now, u32 cnt_idx)
 			WRITE_ONCE(tctx->urgent, 1);
 			stat_inc(cnt_idx);
 			trace_task(TRACE_GUARD, p, tctx, 0, now);
-			kick_idle_cpu(p);
+			kick_idle_cpu(p, llc);
 			moved++;
 		}
 	}

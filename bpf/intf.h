@@ -202,6 +202,7 @@ enum counter_idx {
 	CNT_LLC_RESCUE,		/* an LLC's lost timer was re-armed */
 	CNT_TIMER_FAIL,		/* a release timer could not be started */
 	CNT_CG_GONE,		/* a limited cgroup left the cpu controller: dropped */
+	CNT_LLC_STEAL,		/* a CPU took RR or urgent work from another LLC */
 	NR_COUNTERS,
 };
 

@@ -50,14 +50,17 @@
  * LLC). A CPU dispatches: its LLC's URGENT; a running FIFO task goes on;
  * FIFO of its LLC, then of any LLC (FIFO from anywhere before RR); RR of
  * its LLC, where the running RR task goes on while its deadline is earliest;
- * then other LLCs' URGENT and RR (stealing). Enqueue and dispatch touch
- * the LLC's queues only, except stealing when a CPU would go idle. Busy
- * LLCs balance through their housekeeping timers: an LLC whose moving
- * average of waiting RR tasks is 1.5 below another's (scaled to equal CPU
- * counts) pulls one task that may run on one of its CPUs (each LLC keeps
- * a cpumask of its CPUs), which keeps its lag. A running RR task keeps
- * its CPU while its deadline is the earliest of the queued tasks that may
- * run there.
+ * then other LLCs' URGENT and RR (stealing, from the next LLC on, so the
+ * idle CPUs of many LLCs do not all take from the first one). A task
+ * queued in an LLC that needs a CPU woken (pick_idle_near()) wakes an idle
+ * CPU of that LLC if there is one, another LLC's only if not. Enqueue and
+ * dispatch touch the LLC's queues only, except stealing when a CPU would
+ * go idle. Busy LLCs balance through their housekeeping timers: an LLC
+ * whose moving average of waiting RR tasks is 1.5 below another's (scaled
+ * to equal CPU counts) pulls one task that may run on one of its CPUs
+ * (each LLC keeps a cpumask of its CPUs), which keeps its lag. A running
+ * RR task keeps its CPU while its deadline is the earliest of the queued
+ * tasks that may run there.
  *
  * Starvation guard (guard.bpf.h). Each LLC has a housekeeping timer that
  * runs every guard/4 (2..20 ms). It moves every RR task that has waited
@@ -461,7 +464,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	if (!tctx) {
 		scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg.slice_ns,
 					 0, enq_flags);
-		kick_idle_cpu(p);
+		kick_idle_cpu(p, llc);
 		return;
 	}
 
@@ -514,7 +517,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	if (daemon_tgid && p->tgid == daemon_tgid) {
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_URGENT, llc), cfg.slice_ns,
 				   enq_flags);
-		kick_idle_cpu(p);
+		kick_idle_cpu(p, llc);
 		return;
 	}
 
@@ -531,7 +534,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	if (reader || ((p->flags & PF_KTHREAD) && (enq_flags & SCX_ENQ_WAKEUP))) {
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_URGENT, llc), cfg.slice_ns,
 				   enq_flags | SCX_ENQ_HEAD);
-		kick_idle_cpu(p);
+		kick_idle_cpu(p, llc);
 		stat_inc(reader ? CNT_RCU_BOOST : CNT_KTHREAD_BOOST);
 		return;
 	}

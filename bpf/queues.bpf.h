@@ -284,10 +284,37 @@ static void set_task_llc(struct task_ctx *tctx, u32 llc)
 		tctx->vtime = READ_ONCE(lctx->vtime_now);
 }
 
-/* Kick an idle CPU that @p may run on, so a queue with work gets served. */
-static void kick_idle_cpu(const struct task_struct *p)
+/*
+ * Claim an idle CPU for @p, queued in @llc: one of @llc's own CPUs if
+ * there is one (the task is taken from there without leaving the LLC's
+ * cache), else any CPU it may use (which steals it, see
+ * consume_remote()). The kernel's pick over the whole mask rotates
+ * through the idle CPUs of every LLC. A task whose affinity leaves out
+ * some of @llc's CPUs gets that whole-mask pick. Return the CPU, or -1.
+ */
+static s32 pick_idle_near(const struct task_struct *p, u32 llc)
 {
-	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	struct llc_ctx *lctx;
+	struct bpf_cpumask *cpus;
+	s32 cpu;
+
+	if (nr_llcs > 1 && (lctx = try_lookup_llc_ctx(llc)) &&
+	    (cpus = lctx->cpus) &&
+	    bpf_cpumask_subset(cast_mask(cpus), p->cpus_ptr)) {
+		cpu = scx_bpf_pick_idle_cpu(cast_mask(cpus), 0);
+		if (cpu >= 0)
+			return cpu;
+	}
+	return scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+}
+
+/*
+ * Kick an idle CPU that @p, queued in @llc, may run on, so the queue
+ * gets served.
+ */
+static void kick_idle_cpu(const struct task_struct *p, u32 llc)
+{
+	s32 cpu = pick_idle_near(p, llc);
 
 	if (cpu >= 0)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
@@ -314,14 +341,14 @@ static bool may_preempt(const struct cpu_ctx *cctx, const struct task_ctx *tctx,
 }
 
 /*
- * Released from a throttle, @p was queued in its LLC: kick the CPU it last
- * ran on if it is idle, else any idle CPU it may use. A task throttled and
- * released 100 times a second (2 ms/10 ms) so resumes where its cache is,
- * as CFS unthrottles a group on the same CPU; the kernel's own pick
- * rotates, and such a task changed CPU at about half of its releases
- * (nginx under a 20% limit: 30 of 88 turns).
+ * Released from a throttle, @p was queued in @llc: kick the CPU it last
+ * ran on if it is idle, else an idle CPU it may use, of @llc first. A task
+ * throttled and released 100 times a second (2 ms/10 ms) so resumes where
+ * its cache is, as CFS unthrottles a group on the same CPU; the kernel's
+ * own pick rotates, and such a task changed CPU at about half of its
+ * releases (nginx under a 20% limit: 30 of 88 turns).
  */
-static void kick_home_cpu(const struct task_struct *p)
+static void kick_home_cpu(const struct task_struct *p, u32 llc)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 
@@ -329,7 +356,7 @@ static void kick_home_cpu(const struct task_struct *p)
 	    scx_bpf_test_and_clear_cpu_idle(cpu))
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	else
-		kick_idle_cpu(p);
+		kick_idle_cpu(p, llc);
 }
 
 /*
@@ -361,7 +388,7 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 	if (cctx && may_preempt(cctx, tctx, key, enq_flags, &dl)) {
 		victim = cpu;
 	} else {
-		c = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+		c = pick_idle_near(p, llc);
 		if (c >= 0) {
 			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
 			return;
@@ -496,14 +523,27 @@ static bool consume(u32 kind, u32 llc)
 	return scx_bpf_dsq_nr_queued(dsq) && scx_bpf_dsq_move_to_local(dsq, 0);
 }
 
-/* Consume from queue @kind of any LLC other than @llc. */
+/*
+ * Consume from queue @kind of any LLC other than @llc (stealing: this CPU
+ * would go idle otherwise). The LLCs are tried from @llc's next one on,
+ * so that on a host of many LLCs the idle CPUs of different LLCs do not
+ * all take from the first busy one, and an LLC's neighbour (usually the
+ * same node's) comes first. Steals of RR and urgent work are counted:
+ * kicks pick idle CPUs of the task's own LLC first, so they show LLCs
+ * out of idle CPUs, where the periodic balance (pull_rr_work()) has not
+ * caught up yet.
+ */
 static bool consume_remote(u32 kind, u32 llc)
 {
-	u32 i;
+	u32 i, from;
 
-	bpf_for(i, 0, nr_llcs) {
-		if (i != llc && consume(kind, i))
+	bpf_for(i, 1, nr_llcs) {
+		from = (llc + i) % nr_llcs;
+		if (consume(kind, from)) {
+			if (kind != DSQ_FIFO)
+				stat_inc(CNT_LLC_STEAL);
 			return true;
+		}
 	}
 	return false;
 }
@@ -611,7 +651,7 @@ static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 			WRITE_ONCE(fctx->waiting_avg,
 				   i > WAIT_AVG_ONE ? i - WAIT_AVG_ONE : 0);
 			stat_inc(CNT_LLC_PULL);
-			kick_idle_cpu(p);
+			kick_idle_cpu(p, llc);
 		}
 		break;
 	}

@@ -241,6 +241,8 @@ pub struct Metrics {
     pub timer_fail: u64,
     #[stat(desc = "limited cgroups that left the cpu controller (removed): their queue dropped")]
     pub cg_gone: u64,
+    #[stat(desc = "RR or urgent tasks a CPU took from another LLC's queue rather than go idle")]
+    pub llc_steal: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -306,6 +308,7 @@ impl Metrics {
             ("llc_rescue", &mut self.llc_rescue),
             ("timer_fail", &mut self.timer_fail),
             ("cg_gone", &mut self.cg_gone),
+            ("llc_steal", &mut self.llc_steal),
         ]
     }
 

@@ -425,6 +425,8 @@ def test_eight_cpus_two_llcs(binary, tmp_path):
     # held (162 of 1471 in one run; 2 vCPUs: test_cgroup_limits).
     t = r["wide_totals"]
     print(f"wide group: {t.get('cg_held', 0)} charges held, {t.get('cg_locked', 0)} under the lock")
+    qt = r["quota_totals"]
+    print(f"quota phases: {qt.get('llc_steal', 0)} tasks stolen from the other LLC, {qt.get('llc_pull', 0)} pulled")
     check_all([
         ("scheduler sees 2 LLCs", r["topology_log"], "2 LLCs", any("in 2 LLCs" in l for l in r["topology_log"])),
         ("16 nice 0 hogs: equal shares", f"{pct(min(eq))}..{pct(max(eq))}",
