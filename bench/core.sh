@@ -11,12 +11,14 @@
 # Env:   BASELINE  git revision of the baseline build (default d822ba4)
 #        BENCH_CPUS  vCPU counts to run (the 8-vCPU VM has 2 sockets/LLCs)
 #        ROUNDS  rounds of the three schedulers per VM (default 1)
+#        REPORT  where to write the report (default bench/core-report.md)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 BASELINE="${BASELINE:-d822ba4}"
 BENCH_CPUS="${BENCH_CPUS:-2 8}"
 ROUNDS="${ROUNDS:-1}"
+REPORT="${REPORT:-bench/core-report.md}"
 
 bench/prepare.sh
 scripts/build.sh
@@ -49,6 +51,6 @@ for cpus in $BENCH_CPUS; do
     VM_CPUS="$cpus" VM_SMP="$smp" VM_MEMORY=3G VM_TIMEOUT=$((3000 * ROUNDS)) \
         scripts/vm-run.sh --rwdir "$out/$cpus" -- "$guest"
 done
-cmd="sudo bench/core.sh (BENCH_CPUS=\"$BENCH_CPUS\" BASELINE=$BASELINE ROUNDS=$ROUNDS)"
-$py bench/report.py "$out" "$cmd" > bench/core-report.md
-echo "wrote bench/core-report.md"
+cmd="sudo bench/core.sh (BENCH_CPUS=\"$BENCH_CPUS\" BASELINE=$BASELINE ROUNDS=$ROUNDS REPORT=$REPORT)"
+$py bench/report.py "$out" "$cmd" > "$REPORT"
+echo "wrote $REPORT"
