@@ -108,7 +108,7 @@ enum consts {
 	/* Jiffies are counted over this long to learn the tick period. */
 	TICK_LEARN_NS		= 2000ULL * 1000 * 1000,
 
-	/* CPU ids a wakeup looks at for a turn to preempt in its LLC. */
+	/* CPUs of its LLC a wakeup looks at for a turn to preempt. */
 	PREEMPT_SCAN_CPUS	= 64,
 	/* Credit a waking RR task keeps for its sleep, in slices (rr_wake()). */
 	SLEEP_CREDIT_SLICES	= 4,

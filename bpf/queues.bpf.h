@@ -364,14 +364,17 @@ static void kick_home_cpu(const struct task_struct *p, u32 llc)
  * soon. The CPU it is assigned to is preempted if its turn has less claim
  * (may_preempt()); else an idle CPU is woken; else the CPU of its LLC
  * whose running turn has the least claim (the latest deadline) is
- * preempted. That last search reads the cpu_ctx of at most
- * PREEMPT_SCAN_CPUS CPU ids, only when no CPU is idle.
+ * preempted. That last search, only when no CPU is idle, walks the LLC's
+ * ring of CPUs (llc_next_cpu(): the LLC's CPUs only, SMT siblings 128 ids
+ * apart included) and reads the cpu_ctx of at most PREEMPT_SCAN_CPUS of
+ * them, starting after the task's CPU so that wakeups on different CPUs
+ * look at different CPUs first.
  */
 static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 			    u64 key, u64 enq_flags, bool sync)
 {
 	s32 cpu = scx_bpf_task_cpu(p), victim = -1, c;
-	u32 llc = llc_of(cpu), nr = scx_bpf_nr_cpu_ids(), i;
+	u32 llc = llc_of(cpu), i;
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	u64 dl = 0, worst = 0;
 	/*
@@ -393,12 +396,13 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 			scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
 			return;
 		}
-		bpf_for(i, 1, PREEMPT_SCAN_CPUS + 1) {
-			if (i >= nr)
+		c = cpu;
+		bpf_for(i, 0, PREEMPT_SCAN_CPUS) {
+			c = llc_next_cpu(c);
+			/* Round the ring (or off it: a CPU id not present). */
+			if (c < 0 || c == cpu || llc_of(c) != llc)
 				break;
-			c = (cpu + i) % nr;
-			if (c == waker || llc_of(c) != llc ||
-			    !bpf_cpumask_test_cpu(c, p->cpus_ptr))
+			if (c == waker || !bpf_cpumask_test_cpu(c, p->cpus_ptr))
 				continue;
 			cctx = try_lookup_cpu_ctx(c);
 			if (cctx &&

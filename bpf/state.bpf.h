@@ -16,6 +16,8 @@
  */
 const volatile u32 nr_llcs = 1;
 const volatile u32 cpu_llc[MAX_CPUS];
+/* The next CPU of each CPU's LLC: a ring per LLC (src/topology.rs). */
+const volatile u32 cpu_llc_next[MAX_CPUS];
 const volatile u32 llc_nr_cpus[MAX_LLCS] = { 1 };
 
 /* The daemon's tgid in the init pid namespace (set by register_daemon). */
@@ -173,6 +175,20 @@ static u32 llc_of(s32 cpu)
 	/* Keep the mask: the verifier needs it to bound the index. */
 	barrier_var(idx);
 	return cpu_llc[idx & (MAX_CPUS - 1)];
+}
+
+/*
+ * The CPU after @cpu in its LLC's ring (every CPU of the LLC once, however
+ * far apart their ids), or -1 for a CPU id out of range.
+ */
+static s32 llc_next_cpu(s32 cpu)
+{
+	u32 idx = cpu;
+
+	if (cpu < 0 || cpu >= MAX_CPUS)
+		return -1;
+	barrier_var(idx);
+	return cpu_llc_next[idx & (MAX_CPUS - 1)];
 }
 
 /* -------------------------------------------------------------- per LLC */

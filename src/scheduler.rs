@@ -92,6 +92,9 @@ impl<'a> Scheduler<'a> {
         for (cpu, llc) in topo.cpu_llc.iter().enumerate() {
             rodata.cpu_llc[cpu] = *llc;
         }
+        for (cpu, next) in topo.llc_next.iter().enumerate() {
+            rodata.cpu_llc_next[cpu] = *next;
+        }
         for (llc, n) in topo.llc_nr_cpus.iter().enumerate() {
             rodata.llc_nr_cpus[llc] = *n;
         }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The CPU topology the BPF side needs: a dense LLC index for every CPU id
-//! and the number of CPUs of each LLC, checked against the BPF side's
-//! fixed array sizes.
+//! The CPU topology the BPF side needs: a dense LLC index for every CPU id,
+//! the number of CPUs of each LLC and, for every CPU, the next CPU of its
+//! LLC (a ring per LLC), checked against the BPF side's fixed array sizes.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -19,6 +19,11 @@ pub struct Topo {
     pub cpu_llc: Vec<u32>,
     /// Number of CPUs of each LLC index.
     pub llc_nr_cpus: Vec<u32>,
+    /// The next CPU id of the same LLC after each CPU id, in increasing id
+    /// order, the last one's being the first's: the BPF side walks an
+    /// LLC's CPUs with it, however far apart their ids are (SMT siblings
+    /// 128 ids apart). CPUs not present map to themselves.
+    pub llc_next: Vec<u32>,
 }
 
 impl Topo {
@@ -49,14 +54,24 @@ impl Topo {
         }
         let mut cpu_llc = vec![0u32; max_cpu + 1];
         let mut llc_nr_cpus = vec![0u32; index.len()];
+        let mut members: Vec<Vec<usize>> = vec![Vec::new(); index.len()];
         for &(cpu, llc) in pairs {
             let i = index[&llc];
             cpu_llc[cpu] = i;
             llc_nr_cpus[i as usize] += 1;
+            members[i as usize].push(cpu);
+        }
+        let mut llc_next: Vec<u32> = (0..=max_cpu as u32).collect();
+        for cpus in &mut members {
+            cpus.sort_unstable();
+            for (k, &cpu) in cpus.iter().enumerate() {
+                llc_next[cpu] = cpus[(k + 1) % cpus.len()] as u32;
+            }
         }
         Ok(Topo {
             cpu_llc,
             llc_nr_cpus,
+            llc_next,
         })
     }
 
@@ -98,6 +113,27 @@ mod tests {
         assert_eq!(t.nr_llcs(), 2);
         assert_eq!(t.cpu_llc, vec![1, 1, 0, 0, 0, 1]);
         assert_eq!(t.llc_nr_cpus, vec![2, 3]);
+        // Rings per LLC: 0 -> 1 -> 5 -> 0 and 2 -> 3 -> 2; CPU 4 is absent.
+        assert_eq!(t.llc_next, vec![1, 5, 3, 2, 4, 0]);
+    }
+
+    #[test]
+    fn llc_ring_spans_distant_siblings() {
+        // Two LLCs of 2 cores with SMT siblings 4 ids apart (as 128 apart
+        // on a 256-thread host): 0,1,4,5 and 2,3,6,7.
+        let pairs: Vec<(usize, usize)> = (0..8).map(|c| (c, (c / 2) % 2)).collect();
+        let t = Topo::from_pairs(&pairs).unwrap();
+        let ring = |start: usize| {
+            let mut v = vec![start];
+            let mut c = t.llc_next[start] as usize;
+            while c != start {
+                v.push(c);
+                c = t.llc_next[c] as usize;
+            }
+            v
+        };
+        assert_eq!(ring(1), vec![1, 4, 5, 0]);
+        assert_eq!(ring(6), vec![6, 7, 2, 3]);
     }
 
     #[test]
