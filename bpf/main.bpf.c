@@ -595,8 +595,7 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	}
 
-	if (consume(DSQ_RR, llc) || consume_remote(DSQ_URGENT, llc) ||
-	    consume_remote(DSQ_RR, llc))
+	if (consume(DSQ_RR, llc) || steal(llc))
 		return;
 
 	/* Nothing else can run here: @prev goes on if it may. */

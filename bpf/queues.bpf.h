@@ -287,10 +287,10 @@ static void set_task_llc(struct task_ctx *tctx, u32 llc)
 /*
  * Claim an idle CPU for @p, queued in @llc: one of @llc's own CPUs if
  * there is one (the task is taken from there without leaving the LLC's
- * cache), else any CPU it may use (which steals it, see
- * consume_remote()). The kernel's pick over the whole mask rotates
- * through the idle CPUs of every LLC. A task whose affinity leaves out
- * some of @llc's CPUs gets that whole-mask pick. Return the CPU, or -1.
+ * cache), else any CPU it may use (which steals it, see steal()). The
+ * kernel's pick over the whole mask rotates through the idle CPUs of
+ * every LLC. A task whose affinity leaves out some of @llc's CPUs gets
+ * that whole-mask pick. Return the CPU, or -1.
  */
 static s32 pick_idle_near(const struct task_struct *p, u32 llc)
 {
@@ -399,8 +399,8 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 		c = cpu;
 		bpf_for(i, 0, PREEMPT_SCAN_CPUS) {
 			c = llc_next_cpu(c);
-			/* Round the ring (or off it: a CPU id not present). */
-			if (c < 0 || c == cpu || llc_of(c) != llc)
+			/* Once round the ring (an absent CPU is its own ring). */
+			if (c < 0 || c == cpu)
 				break;
 			if (c == waker || !bpf_cpumask_test_cpu(c, p->cpus_ptr))
 				continue;
@@ -528,28 +528,34 @@ static bool consume(u32 kind, u32 llc)
 }
 
 /*
- * Consume from queue @kind of any LLC other than @llc (stealing: this CPU
- * would go idle otherwise). The LLCs are tried from @llc's next one on,
- * so that on a host of many LLCs the idle CPUs of different LLCs do not
- * all take from the first busy one, and an LLC's neighbour (usually the
- * same node's) comes first. Steals of RR and urgent work are counted:
- * kicks pick idle CPUs of the task's own LLC first, so they show LLCs
- * out of idle CPUs, where the periodic balance (pull_rr_work()) has not
- * caught up yet.
+ * Consume from queue @kind of any LLC other than @llc. The LLCs are tried
+ * from @llc's next one on, so that on a host of many LLCs the idle CPUs of
+ * different LLCs do not all take from the first busy one, and an LLC's
+ * neighbour (usually the same node's) comes first.
  */
 static bool consume_remote(u32 kind, u32 llc)
 {
-	u32 i, from;
+	u32 i;
 
 	bpf_for(i, 1, nr_llcs) {
-		from = (llc + i) % nr_llcs;
-		if (consume(kind, from)) {
-			if (kind != DSQ_FIFO)
-				stat_inc(CNT_LLC_STEAL);
+		if (consume(kind, (llc + i) % nr_llcs))
 			return true;
-		}
 	}
 	return false;
+}
+
+/*
+ * This CPU of @llc would go idle: take urgent, else RR work of another
+ * LLC. Counted: kicks wake idle CPUs of the task's own LLC first, so a
+ * steal shows an LLC out of idle CPUs that the periodic balance
+ * (pull_rr_work()) has not caught up with yet.
+ */
+static bool steal(u32 llc)
+{
+	if (!consume_remote(DSQ_URGENT, llc) && !consume_remote(DSQ_RR, llc))
+		return false;
+	stat_inc(CNT_LLC_STEAL);
+	return true;
 }
 
 /*
