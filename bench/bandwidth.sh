@@ -7,8 +7,9 @@
 #
 # Usage: sudo bench/bandwidth.sh
 # Env:   ROUNDS (default 3): nginx rounds; each round runs every scheduler
-#        once, in turn, so the emulation's drift within the boot hits them
-#        alike. The report gives the median of the rounds and each round.
+#        once, starting one further along the list each round, so the
+#        emulation's drift within the boot hits them alike. The report gives
+#        the median of the rounds and each round.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -30,8 +31,12 @@ bin=target/release/scx_fairquota
 scheds=("default|" "fairquota|$bin --max-stall-us 0"
         "smooth-5ms|$bin --max-stall-us 5000" "smooth-10ms|$bin --max-stall-us 10000")
 guest=""
-for part in $(seq -f "nginx-%g" 1 "$ROUNDS") shares; do
-    for s in "${scheds[@]}"; do
+n=${#scheds[@]}
+for r in $(seq 0 "$ROUNDS"); do
+    part="nginx-$((r + 1))"
+    [ "$r" = "$ROUNDS" ] && part=shares
+    for i in $(seq 0 $((n - 1))); do
+        s="${scheds[$(((i + r) % n))]}"
         guest+="$py bench/bw_guest.py $out ${s%%|*} $part ${s#*|} && "
     done
 done

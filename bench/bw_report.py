@@ -83,7 +83,8 @@ def main():
     print(f"- kernel: {kernel} (Debian sid, sched_ext), virtme-ng VM, 2 vCPUs, single-threaded TCG")
     print(f"- date: {datetime.date.today().isoformat()}")
     print(f"- all rows ran in one VM boot: {len(rounds)} nginx rounds, each running every scheduler "
-          "once in turn (so a drift of the emulation's speed hits them alike), then the share "
+          "once, starting one further along the list each round (so a drift of the emulation's "
+          "speed hits them alike), then the share "
           "part once per scheduler. nginx has one worker in cgroup `fq_web`; "
           "`wrk -t1 -c10 -d15s --latency` runs outside it; the share is the cgroup's cpu.stat "
           "usage_usec over the run")
