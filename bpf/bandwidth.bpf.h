@@ -472,6 +472,7 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
 			scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p,
 					       dsq_id(DSQ_RR, llc), 0);
 		}
+		llc_hint_set(llc, class == CLASS_FIFO ? DSQ_FIFO : DSQ_RR);
 		kick_home_cpu(p, llc);
 	}
 	return next;
@@ -487,7 +488,7 @@ static void cg_release(struct bpf_iter_scx_dsq *it, struct task_struct *p,
 		       struct task_ctx *tctx, const struct fq_config *cfg,
 		       u64 now)
 {
-	u32 llc = 0;
+	u32 llc = 0, kind = DSQ_RR;
 	bool ok;
 
 	if (tctx) {
@@ -500,6 +501,7 @@ static void cg_release(struct bpf_iter_scx_dsq *it, struct task_struct *p,
 	if (llc >= nr_llcs)
 		llc = 0;
 	if (task_class(p, cfg) == CLASS_FIFO) {
+		kind = DSQ_FIFO;
 		ok = scx_bpf_dsq_move(it, p, dsq_id(DSQ_FIFO, llc), 0);
 	} else {
 		if (tctx)
@@ -507,9 +509,10 @@ static void cg_release(struct bpf_iter_scx_dsq *it, struct task_struct *p,
 						   rr_release_key(tctx, cfg));
 		ok = scx_bpf_dsq_move_vtime(it, p, dsq_id(DSQ_RR, llc), 0);
 	}
-	if (ok)
+	if (ok) {
+		llc_hint_set(llc, kind);
 		kick_home_cpu(p, llc);
-	else if (tctx)
+	} else if (tctx)
 		/* Dequeued meanwhile: it holds no share of the tokens. */
 		cg_release_done(tctx);
 }

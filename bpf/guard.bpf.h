@@ -59,6 +59,7 @@ static u32 age_queue(u32 kind, u32 llc, u64 bound_ns, u64 now, u32 cnt_idx)
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
 				     dsq_id(DSQ_URGENT, llc), 0)) {
 			WRITE_ONCE(tctx->urgent, 1);
+			llc_hint_set(llc, DSQ_URGENT);
 			stat_inc(cnt_idx);
 			trace_task(TRACE_GUARD, p, tctx, 0, now);
 			kick_idle_cpu(p, llc);

@@ -203,6 +203,7 @@ enum counter_idx {
 	CNT_TIMER_FAIL,		/* a release timer could not be started */
 	CNT_CG_GONE,		/* a limited cgroup left the cpu controller: dropped */
 	CNT_LLC_STEAL,		/* a CPU took RR or urgent work from another LLC */
+	CNT_HINT_SKIP,		/* another LLC's queue skipped on its work hint */
 	NR_COUNTERS,
 };
 

@@ -134,10 +134,12 @@
  *
  * Scaling. Per context switch: one config copy (about 64 bytes), a few
  * DSQ operations on the LLC's queues, a per-CPU timer start for RR turns
- * of CPU-bound tasks that others wait for. Dispatch reads the length of
- * every LLC's FIFO queue when its own is empty (FIFO from anywhere before
- * RR: O(LLCs) reads), and of other LLCs' URGENT and RR queues only when
- * its own are empty too. The housekeeping timer walks
+ * of CPU-bound tasks that others wait for. When its own FIFO queue is
+ * empty, dispatch reads every other LLC's work hint (FIFO from anywhere
+ * before RR: O(LLCs) reads of one word per LLC, written only when a queue
+ * turns non-empty or is found empty; queues.bpf.h), and for URGENT and RR
+ * only when its own are empty too; it looks up only the queues hinted.
+ * The housekeeping timer walks
  * its LLC's queued tasks every guard/4: O(queued tasks) per LLC. A
  * limited cgroup costs a hash entry, a timer and a DSQ; its timer runs
  * when the group has parked tasks, at its releases. Once a second one
@@ -389,6 +391,7 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 	guard_scan(llc, &cfg, now);
 	if (nr_llcs > 1)
 		pull_rr_work(llc, &cfg);
+	llc_hints_refresh(llc);
 	/*
 	 * Nothing queued or parked here: slow down, so that an idle LLC is
 	 * not woken 50 times a second (see guard.bpf.h).
@@ -464,6 +467,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	if (!tctx) {
 		scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg.slice_ns,
 					 0, enq_flags);
+		llc_hint_set(llc, DSQ_RR);
 		kick_idle_cpu(p, llc);
 		return;
 	}
@@ -517,6 +521,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	if (daemon_tgid && p->tgid == daemon_tgid) {
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_URGENT, llc), cfg.slice_ns,
 				   enq_flags);
+		llc_hint_set(llc, DSQ_URGENT);
 		kick_idle_cpu(p, llc);
 		return;
 	}
@@ -534,6 +539,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	if (reader || ((p->flags & PF_KTHREAD) && (enq_flags & SCX_ENQ_WAKEUP))) {
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_URGENT, llc), cfg.slice_ns,
 				   enq_flags | SCX_ENQ_HEAD);
+		llc_hint_set(llc, DSQ_URGENT);
 		kick_idle_cpu(p, llc);
 		stat_inc(reader ? CNT_RCU_BOOST : CNT_KTHREAD_BOOST);
 		return;
@@ -546,6 +552,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_FIFO, llc), cfg.slice_ns,
 				   enq_flags);
+		llc_hint_set(llc, DSQ_FIFO);
 		preempt_or_kick(p, tctx, 0, enq_flags, false);
 		return;
 	}
@@ -555,6 +562,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	key = rr_key(tctx, &cfg);
 	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg.slice_ns, key,
 				 enq_flags);
+	llc_hint_set(llc, DSQ_RR);
 	preempt_or_kick(p, tctx, key, enq_flags, sync);
 }
 

@@ -14,6 +14,86 @@ static u64 dsq_id(u32 kind, u32 llc)
 	return ((u64)llc << 2) | kind;
 }
 
+/*
+ * Work hints: which of an LLC's URGENT, FIFO and RR queues may hold tasks,
+ * for the CPUs of the other LLCs (FIFO from anywhere, steal()). Without
+ * them a CPU about to go idle looked up 3 x (LLCs - 1) queues, each a hash
+ * lookup and a read of the cache line that the queue's own LLC writes at
+ * every enqueue and dispatch (its lock); with them it reads one word per
+ * LLC, a line written only when a queue turns non-empty or is found empty.
+ *
+ * Set after every insert into those queues (only if clear: no write while
+ * the LLC stays busy). Cleared by another LLC's CPU that finds the queue
+ * empty, which then looks again and sets it back if a task arrived. A
+ * hint can still be lost: an insert from ops.enqueue() lands after the
+ * callback returns, so a clear that falls in between sees the queue empty.
+ * The LLC's own CPUs never use the hints, and its timer sets them again
+ * for its non-empty queues every run (llc_hints_refresh(), at most
+ * SCAN_MAX_NS apart while anything waits), so a lost hint only delays a
+ * steal by another LLC, by one timer run at most. Unused with one LLC.
+ */
+struct llc_hint {
+	u64 kinds;	/* bit (1 << kind): that queue may hold tasks */
+	u64 __pad[7];	/* a cache line per LLC */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_LLCS);
+	__type(key, u32);
+	__type(value, struct llc_hint);
+} llc_hints SEC(".maps");
+
+/* A task was just put on queue @kind of @llc. */
+static void llc_hint_set(u32 llc, u32 kind)
+{
+	struct llc_hint *h;
+
+	if (nr_llcs <= 1 || !(h = bpf_map_lookup_elem(&llc_hints, &llc)))
+		return;
+	if (!(READ_ONCE(h->kinds) & (1ULL << kind)))
+		__sync_fetch_and_or(&h->kinds, 1ULL << kind);
+}
+
+/* May queue @kind of @llc hold tasks? (Unsure counts as yes.) */
+static bool llc_hint_test(u32 llc, u32 kind)
+{
+	struct llc_hint *h = bpf_map_lookup_elem(&llc_hints, &llc);
+
+	return !h || (READ_ONCE(h->kinds) & (1ULL << kind));
+}
+
+/*
+ * Queue @kind of @llc gave this CPU nothing. If it is empty, clear its
+ * hint, then look again (the clear is a full barrier), so that a task
+ * inserted before the clear keeps it set. One that holds only tasks this
+ * CPU may not run keeps it (no write).
+ */
+static void llc_hint_clear(u32 llc, u32 kind)
+{
+	struct llc_hint *h = bpf_map_lookup_elem(&llc_hints, &llc);
+	u64 dsq = dsq_id(kind, llc);
+
+	if (!h || scx_bpf_dsq_nr_queued(dsq) > 0)
+		return;
+	__sync_fetch_and_and(&h->kinds, ~(1ULL << kind));
+	if (scx_bpf_dsq_nr_queued(dsq) > 0)
+		llc_hint_set(llc, kind);
+}
+
+/* Set the hints of @llc's non-empty queues again (its timer). */
+static void llc_hints_refresh(u32 llc)
+{
+	if (nr_llcs <= 1)
+		return;
+	if (scx_bpf_dsq_nr_queued(dsq_id(DSQ_URGENT, llc)) > 0)
+		llc_hint_set(llc, DSQ_URGENT);
+	if (scx_bpf_dsq_nr_queued(dsq_id(DSQ_FIFO, llc)) > 0)
+		llc_hint_set(llc, DSQ_FIFO);
+	if (scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)) > 0)
+		llc_hint_set(llc, DSQ_RR);
+}
+
 static s32 task_nice(const struct task_struct *p)
 {
 	return p->static_prio - 120;
@@ -535,11 +615,17 @@ static bool consume(u32 kind, u32 llc)
  */
 static bool consume_remote(u32 kind, u32 llc)
 {
-	u32 i;
+	u32 i, other;
 
 	bpf_for(i, 1, nr_llcs) {
-		if (consume(kind, (llc + i) % nr_llcs))
+		other = (llc + i) % nr_llcs;
+		if (!llc_hint_test(other, kind)) {
+			stat_inc(CNT_HINT_SKIP);
+			continue;
+		}
+		if (consume(kind, other))
 			return true;
+		llc_hint_clear(other, kind);
 	}
 	return false;
 }
@@ -653,6 +739,7 @@ static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 						       tctx->weight));
 		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p,
 					   dsq_id(DSQ_RR, llc), 0)) {
+			llc_hint_set(llc, DSQ_RR);
 			WRITE_ONCE(tctx->llc, llc);
 			WRITE_ONCE(tctx->vtime, vtime);
 			/* One task's worth moved: act on the rest later. */

@@ -243,6 +243,8 @@ pub struct Metrics {
     pub cg_gone: u64,
     #[stat(desc = "RR or urgent tasks a CPU took from another LLC's queue rather than go idle")]
     pub llc_steal: u64,
+    #[stat(desc = "other LLCs' queues a CPU about to go idle passed over on their work hint")]
+    pub hint_skip: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -309,6 +311,7 @@ impl Metrics {
             ("timer_fail", &mut self.timer_fail),
             ("cg_gone", &mut self.cg_gone),
             ("llc_steal", &mut self.llc_steal),
+            ("hint_skip", &mut self.hint_skip),
         ]
     }
 

@@ -455,6 +455,14 @@ def test_eight_cpus_two_llcs(binary, tmp_path):
         # 0-3 per 14 s of hogs in bench/quota8.sh before every timer
         # callback restarted its timer (timer_arm()), 0 in 6 runs after.
         ("LLC timers re-armed by the sweep (llc_rescue)", lr, "0", lr == 0),
+        # Idle CPUs take queued work from the other LLC (steal(), led by
+        # the work hints of queues.bpf.h): 483 in one run before the
+        # hints. None would mean the hints hide the other LLC's queues.
+        ("quota phases: tasks taken from the other LLC (llc_steal)", qt.get("llc_steal", 0), "> 0",
+         qt.get("llc_steal", 0) > 0),
+        # ... and pass over its empty queues without looking them up.
+        ("quota phases: other LLC's queues skipped on their hint (hint_skip)", qt.get("hint_skip", 0),
+         "> 0", qt.get("hint_skip", 0) > 0),
         # Issue target +- 1% (1.4982-1.5150 seen over 12 s); under 8-vCPU
         # TCG noise the failing limit is 2%, over 20 s.
         ("cpu.max 150000/100000, 4 busy threads (target +- 1%)", f"{r['wide_cpus']:.4f} CPUs", "1.5 +- 2%",
