@@ -6,9 +6,10 @@
  * Design
  * ------
  * Classes (queues.bpf.h). A task whose nice is below fifo_below_nice is in
- * the FIFO class, every other task in the RR class. The class is derived
- * from the nice value at every decision, so a renice moves the task at its
- * next enqueue or dispatch.
+ * the FIFO class, every other task in the RR class (SCHED_IDLE tasks too,
+ * whatever their nice, at the kernel's weight for them, 1). The class is
+ * derived from the nice value at every decision, so a renice moves the
+ * task at its next enqueue or dispatch.
  *  - FIFO tasks run in arrival order before any RR task and keep their CPU
  *    until they block or yield (ops.dispatch() renews their slice). Only a
  *    FIFO task preempted while running resumes at the head of its queue;

@@ -99,9 +99,20 @@ static s32 task_nice(const struct task_struct *p)
 	return p->static_prio - 120;
 }
 
-/* Return the class of @p under the configuration @cfg. */
+/* The kernel's SCHED_IDLE policy (include/uapi/linux/sched.h). */
+#define FQ_SCHED_IDLE 5
+
+/*
+ * Return the class of @p under the configuration @cfg. A SCHED_IDLE task
+ * is RR whatever its nice: the policy asks to run only when nothing else
+ * wants the CPU, and the kernel already gives it the lowest weight
+ * (p->scx.weight 1, against 100 at nice 0), while its nice, which the
+ * kernel keeps but does not use for it, could otherwise make it FIFO.
+ */
 static u32 task_class(const struct task_struct *p, const struct fq_config *cfg)
 {
+	if (p->policy == FQ_SCHED_IDLE)
+		return CLASS_RR;
 	return task_nice(p) < cfg->fifo_below_nice ? CLASS_FIFO : CLASS_RR;
 }
 

@@ -177,6 +177,13 @@ def test_weight_split(binary, tmp_path):
          abs(r["join_next"][0] - 0.50) <= 0.05),
         ("a hog stopped 3 s, then continued: its share, first 1 s", pct(r["wake_first"][0]),
          "<= 60%", r["wake_first"][0] <= 0.60),
+        # Before SCHED_IDLE was RR whatever its nice, the nice -5 one was FIFO
+        # and took the CPU (the guard leaving the nice 0 hog a few percent).
+        ("SCHED_IDLE nice -5 hog beside nice 0: its share", pct(r["idle_shares"][1]),
+         "<= 5%", r["idle_shares"][1] <= 0.05),
+        ("  the nice 0 hog's share", pct(r["idle_shares"][0]), ">= 90%",
+         r["idle_shares"][0] >= 0.90),
+        ("  the SCHED_IDLE hog's class (stats)", r["idle_class"], "RR", r["idle_class"] == "RR"),
         ("state during", r["state_during"][0], "enabled", r["state_during"][0] == "enabled"),
         ("exit status after SIGTERM", r["rc"], "0", r["rc"] == 0),
         ("state after SIGTERM", r["after"][0], "disabled", r["after"][0] == "disabled"),

@@ -100,15 +100,16 @@ class Daemon:
         return read(self.err_path)
 
 
-def spawn_hog(nice, cpus=None, report=None):
-    """A CPU hog at `nice`, optionally pinned; its pid is the hog itself.
+def spawn_hog(nice, cpus=None, report=None, prefix=()):
+    """A CPU hog at `nice`, optionally pinned, run through the command
+    `prefix` (e.g. `chrt`, which execs it); its pid is the hog itself.
 
     The affinity is set in the child before its first exec: pinned by
     `taskset` after `nice`'s exec, a hog ran unpinned on another CPU for up
     to 0.8 s of its start (seen on a cold page cache), and a scenario's
     settling time measured that start instead of the pinned hogs.
     """
-    cmd = ["nice", "-n", str(nice)]
+    cmd = ["nice", "-n", str(nice), *prefix]
     if report:
         cmd += [PY, HOG, report]
     else:
@@ -362,9 +363,19 @@ def scenario_weight(out):
     os.kill(old.pid, signal.SIGCONT)
     wake_first = measure([old.pid, new.pid], 1)
     kill_all([old, new])
+    # SCHED_IDLE at nice -5 beside a nice 0 hog: the policy, not the nice,
+    # decides (RR at the kernel's idle weight, never FIFO).
+    n0 = spawn_hog(0, cpus=1)
+    idle = spawn_hog(-5, cpus=1, prefix=["chrt", "--idle", "0"])
+    time.sleep(2)
+    idle_shares = measure([n0.pid, idle.pid], 6)
+    idle_rows = stats_rows(d.stdout(), idle.pid)
+    kill_all([n0, idle])
     rc = d.stop(signal.SIGTERM)
     return {"nice0_share": s0, "nice5_share": s5, "state_during": state, "rc": rc,
             "join_first": join_first, "join_next": join_next, "wake_first": wake_first,
+            "idle_shares": idle_shares,
+            "idle_class": idle_rows[-1]["class"] if idle_rows else None,
             "after": sched_state(), "stderr": d.stderr()}
 
 
