@@ -31,7 +31,8 @@
  *    starts. A waking RR task preempts the running RR turn with the
  *    latest deadline later than its own, on its CPU or else in its LLC,
  *    but never its waker's after a sync wakeup (a pipe or socket write:
- *    the waker usually blocks next). Wakeups go to an idle CPU when
+ *    the waker usually blocks next); SCHED_BATCH and SCHED_IDLE tasks
+ *    never preempt on wakeup. Wakeups go to an idle CPU when
  *    there is one (the kernel's pick, without its sync shortcut, which
  *    queued the wakee behind a running waker while a CPU stayed idle).
  *    A CPU going idle looks at its queues once more (ops.update_idle()),

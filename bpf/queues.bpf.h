@@ -99,7 +99,8 @@ static s32 task_nice(const struct task_struct *p)
 	return p->static_prio - 120;
 }
 
-/* The kernel's SCHED_IDLE policy (include/uapi/linux/sched.h). */
+/* The kernel's SCHED_BATCH and SCHED_IDLE (include/uapi/linux/sched.h). */
+#define FQ_SCHED_BATCH 3
 #define FQ_SCHED_IDLE 5
 
 /*
@@ -477,6 +478,14 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 	 */
 	s32 waker = sync ? (s32)bpf_get_smp_processor_id() : -1;
 
+	/*
+	 * SCHED_BATCH and SCHED_IDLE ask for no wakeup preemption (as the
+	 * default scheduler does for them): such an RR task that wakes waits
+	 * for a turn to end or an idle CPU.
+	 */
+	if (tctx->class == CLASS_RR &&
+	    (p->policy == FQ_SCHED_BATCH || p->policy == FQ_SCHED_IDLE))
+		enq_flags &= ~SCX_ENQ_WAKEUP;
 	if (cpu == waker)
 		cctx = NULL;
 	if (cctx && may_preempt(cctx, tctx, key, enq_flags, &dl)) {

@@ -279,7 +279,8 @@ def test_sync_wakee_waits_for_its_waker(binary, tmp_path):
     it makes every exchange two context switches. Here the waker computes
     1 ms after each write; before, it was preempted at each write (308
     involuntary switches in 300 writes; now 59: a turn that TCG stretches
-    past the 3 ms slice still ends at the slice)."""
+    past the 3 ms slice still ends at the slice). Then a SCHED_BATCH task's
+    wakeups do not preempt, where a SCHED_OTHER one's do."""
     r = run_scenario("sync_wakeup", tmp_path)
     print(f"sync wakeup: {r}")
     invol, n = (int(x) for x in r["out"][:2]) if len(r["out"]) >= 2 else (-1, 0)
@@ -287,6 +288,11 @@ def test_sync_wakee_waits_for_its_waker(binary, tmp_path):
         ("pipe pair: exit status", r["rc_pair"], "0", r["rc_pair"] == 0),
         ("waker's involuntary switches per write", f"{invol / max(n, 1):.3f}", "<= 0.5 (1.03 before)",
          n == 300 and 0 <= invol <= 0.5 * n),
+        ("sleeper beside a nice 0 hog, 4 s: wakeup preemptions", r["wake_preempts"]["other"], ">= 100",
+         r["wake_preempts"]["other"] >= 100),
+        # Before, SCHED_BATCH wakeups preempted as any other.
+        ("  the same sleeper as SCHED_BATCH", r["wake_preempts"]["batch"], "<= 1/10 of that",
+         r["wake_preempts"]["batch"] * 10 <= r["wake_preempts"]["other"]),
         ("scheduler exit", r["rc"], "0", r["rc"] == 0),
     ])
 

@@ -100,20 +100,19 @@ class Daemon:
         return read(self.err_path)
 
 
-def spawn_hog(nice, cpus=None, report=None, prefix=()):
-    """A CPU hog at `nice`, optionally pinned, run through the command
-    `prefix` (e.g. `chrt`, which execs it); its pid is the hog itself.
+def spawn_hog(nice, cpus=None, report=None, prefix=(), cmd=None):
+    """A CPU hog (or the command `cmd`) at `nice`, optionally pinned, run
+    through the command `prefix` (e.g. `chrt`, which execs it); its pid is
+    the hog itself.
 
     The affinity is set in the child before its first exec: pinned by
     `taskset` after `nice`'s exec, a hog ran unpinned on another CPU for up
     to 0.8 s of its start (seen on a cold page cache), and a scenario's
     settling time measured that start instead of the pinned hogs.
     """
-    cmd = ["nice", "-n", str(nice), *prefix]
-    if report:
-        cmd += [PY, HOG, report]
-    else:
-        cmd += ["sh", "-c", "while :; do :; done"]
+    if cmd is None:
+        cmd = [PY, HOG, report] if report else ["sh", "-c", "while :; do :; done"]
+    cmd = ["nice", "-n", str(nice), *prefix, *cmd]
     pin = None
     if cpus is not None:
         def pin():
@@ -512,9 +511,35 @@ def scenario_sync_wakeup(out):
     time.sleep(2)
     r = run_cmd([PY, "-c", WRITE_THEN_WORK, "300"], timeout=300)
     kill_all([hog])
+    # A task that sleeps 2 ms and computes 0.3 ms, beside a nice 0 hog on
+    # CPU 1: as SCHED_OTHER its wakeups preempt the hog, as SCHED_BATCH
+    # they wait for the hog's turn to end. The wakeup preemptions of each
+    # run are the difference of wake_preempt between stats requests.
+    hog = spawn_hog(0, cpus=1)
+    time.sleep(1)
+    preempts = {}
+    for policy in ("other", "batch"):
+        before = stats_request(b'{"req":"stats","args":{}}\n')["args"]["resp"]["wake_preempt"]
+        sleeper = spawn_hog(0, cpus=1, prefix=["chrt", f"--{policy}", "0"], cmd=[PY, "-c", SLEEPER, "4"])
+        sleeper.wait(120)
+        after = stats_request(b'{"req":"stats","args":{}}\n')["args"]["resp"]["wake_preempt"]
+        preempts[policy] = after - before
+    kill_all([hog])
     rc = d.stop()
-    return {"rc_pair": r["rc"], "out": r["stdout"].split(), "err": r["stderr"][-500:], "rc": rc}
+    return {"rc_pair": r["rc"], "out": r["stdout"].split(), "err": r["stderr"][-500:], "rc": rc,
+            "wake_preempts": preempts}
 
+
+# Sleeps 2 ms and computes 0.3 ms, for argv[1] seconds.
+SLEEPER = """
+import sys, time
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    time.sleep(0.002)
+    t = time.perf_counter() + 0.0003
+    while time.perf_counter() < t:
+        pass
+"""
 
 SLICE_LENGTHS_US = (2000, 3000, 5000)
 SLICE_LENGTHS_S = 8
