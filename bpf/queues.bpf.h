@@ -118,6 +118,15 @@ static u32 task_class(const struct task_struct *p, const struct fq_config *cfg)
 }
 
 /*
+ * Return true if @p's policy asks for no wakeup preemption: SCHED_BATCH
+ * and SCHED_IDLE, as the default scheduler treats them.
+ */
+static bool no_wakeup_preempt(const struct task_struct *p)
+{
+	return p->policy == FQ_SCHED_BATCH || p->policy == FQ_SCHED_IDLE;
+}
+
+/*
  * Return true if @p was preempted inside an RCU read-side critical section
  * and has not left it yet (PREEMPT_RCU kernels: the context switch marked
  * it blocked; its nesting count cannot tell, since our own callbacks run
@@ -479,12 +488,11 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 	s32 waker = sync ? (s32)bpf_get_smp_processor_id() : -1;
 
 	/*
-	 * SCHED_BATCH and SCHED_IDLE ask for no wakeup preemption (as the
-	 * default scheduler does for them): such an RR task that wakes waits
-	 * for a turn to end or an idle CPU.
+	 * Such an RR task that wakes waits for a turn to end or an idle CPU
+	 * (may_preempt() lets only wakeups preempt RR turns; a FIFO task
+	 * preempts them whatever its flags).
 	 */
-	if (tctx->class == CLASS_RR &&
-	    (p->policy == FQ_SCHED_BATCH || p->policy == FQ_SCHED_IDLE))
+	if (no_wakeup_preempt(p))
 		enq_flags &= ~SCX_ENQ_WAKEUP;
 	if (cpu == waker)
 		cctx = NULL;

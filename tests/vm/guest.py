@@ -519,11 +519,10 @@ def scenario_sync_wakeup(out):
     time.sleep(1)
     preempts = {}
     for policy in ("other", "batch"):
-        before = stats_request(b'{"req":"stats","args":{}}\n')["args"]["resp"]["wake_preempt"]
+        before = counter_now("wake_preempt")
         sleeper = spawn_hog(0, cpus=1, prefix=["chrt", f"--{policy}", "0"], cmd=[PY, "-c", SLEEPER, "4"])
         sleeper.wait(120)
-        after = stats_request(b'{"req":"stats","args":{}}\n')["args"]["resp"]["wake_preempt"]
-        preempts[policy] = after - before
+        preempts[policy] = counter_now("wake_preempt") - before
     kill_all([hog])
     rc = d.stop()
     return {"rc_pair": r["rc"], "out": r["stdout"].split(), "err": r["stderr"][-500:], "rc": rc,
@@ -1525,6 +1524,12 @@ def stats_request(req, timeout=30):
         c.connect(SOCKET)
         c.sendall(req)
         return json.loads(c.makefile().readline())
+
+
+def counter_now(name):
+    """The daemon's counter `name` since attach, from the stats socket (a
+    new client's first request covers everything since attach)."""
+    return stats_request(b'{"req":"stats","args":{}}\n')["args"]["resp"][name]
 
 
 def scenario_stats_socket(out):
