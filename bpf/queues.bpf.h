@@ -465,11 +465,12 @@ static void kick_home_cpu(const struct task_struct *p, u32 llc)
  * soon. The CPU it is assigned to is preempted if its turn has less claim
  * (may_preempt()); else an idle CPU is woken; else the CPU of its LLC
  * whose running turn has the least claim (the latest deadline) is
- * preempted. That last search, only when no CPU is idle, walks the LLC's
- * ring of CPUs (llc_next_cpu(): the LLC's CPUs only, SMT siblings 128 ids
- * apart included) and reads the cpu_ctx of at most PREEMPT_SCAN_CPUS of
- * them, starting after the task's CPU so that wakeups on different CPUs
- * look at different CPUs first.
+ * preempted. That last search, only for a task that may preempt (FIFO, or
+ * RR waking) when no CPU is idle, walks the LLC's ring of CPUs
+ * (llc_next_cpu(): the LLC's CPUs only, SMT siblings 128 ids apart
+ * included) and reads the cpu_ctx of at most PREEMPT_SCAN_CPUS of them,
+ * starting after the task's CPU so that wakeups on different CPUs look at
+ * different CPUs first.
  */
 static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 			    u64 key, u64 enq_flags, bool sync)
@@ -494,6 +495,17 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 	 */
 	if (no_wakeup_preempt(p))
 		enq_flags &= ~SCX_ENQ_WAKEUP;
+	/*
+	 * An RR task that is not waking has no claim on any running turn
+	 * (a requeue: a turn that ran out, was preempted or was renewed
+	 * elsewhere): wake an idle CPU if there is one, and do not walk the
+	 * LLC's CPUs for a victim that may_preempt() would refuse. On a busy
+	 * 64-CPU LLC that walk read 64 cpu_ctx at every slice end.
+	 */
+	if (tctx->class != CLASS_FIFO && !(enq_flags & SCX_ENQ_WAKEUP)) {
+		kick_idle_cpu(p, llc);
+		return;
+	}
 	if (cpu == waker)
 		cctx = NULL;
 	if (cctx && may_preempt(cctx, tctx, key, enq_flags, &dl)) {
