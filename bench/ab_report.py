@@ -25,7 +25,7 @@ def metrics(r):
         for f in ("req_per_s", "p50_us", "p99_us"):
             m[f"request/response {k}: {f}"] = v[f]
     for k, v in r.get("cyclictest", {}).items():
-        if k != "samples":
+        if k not in ("samples", "traced_wakeups"):
             m[f"cyclictest nice -5 beside nice 5 stress-ng: {k}"] = v
     for prog, v in sorted(r.get("bpf", {}).items()):
         m[f"BPF ns per call: {prog.removeprefix('fairquota_')}"] = v["ns_per_call"]

@@ -99,6 +99,10 @@ def main():
         for k in ("p50_us", "p99_us", "max_us"):
             tgt = {"p50_us": "", "p99_us": "<= 0.8x", "max_us": "<= 0.6x"}[k]
             row(f"cyclictest nice -5 beside nice 5 stress-ng: {k}", lambda x, k=k: x["cyclictest"][k], tgt, 0)
+        # The traced split of those wakeups (guest_bench.wakeup_parts()).
+        for k, what in (("timer", "the timer's lateness"), ("sched", "wakeup to run")):
+            for q in ("p50", "p99"):
+                row(f"cyclictest, {what}: {q}_us", lambda x, k=k, q=q: x["cyclictest"].get(f"{k}_{q}_us"), "", 0)
         for n in ("1", "2", "4"):
             row(f"{n} process(es) on one CPU: throughput (proc/s)",
                 lambda x, n=n: x["sharing"][n]["throughput_per_s"], ">= 0.98x", 2)
