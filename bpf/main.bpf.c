@@ -141,6 +141,9 @@
  * before RR: O(LLCs) reads of one word per LLC, written only when a queue
  * turns non-empty or is found empty; queues.bpf.h), and for URGENT and RR
  * only when its own are empty too; it looks up only the queues hinted.
+ * A wakeup that may preempt, with no CPU idle and its own CPU's turn not
+ * preemptible, reads at most PREEMPT_SCAN_CPUS (16) cpu_ctx of its LLC
+ * for a turn to preempt; a requeue reads none (queues.bpf.h).
  * The housekeeping timer walks
  * its LLC's queued tasks every guard/4: O(queued tasks) per LLC. A
  * limited cgroup costs a hash entry, a timer and a DSQ; its timer runs
