@@ -422,6 +422,17 @@ static void kick_idle_cpu(const struct task_struct *p, u32 llc)
 }
 
 /*
+ * Return true if queued task @tctx may preempt some running turn at all: a
+ * FIFO task always, an RR task only as it wakes. An RR task queued again
+ * (its turn ran out or was preempted, its affinity or nice changed) waits
+ * for a turn to end or an idle CPU.
+ */
+static bool may_claim(const struct task_ctx *tctx, u64 enq_flags)
+{
+	return tctx->class == CLASS_FIFO || (enq_flags & SCX_ENQ_WAKEUP);
+}
+
+/*
  * Return true if queued task @tctx (class FIFO, or RR with queue key @key)
  * has more claim to a CPU than the turn running on @cctx's CPU: a FIFO task
  * preempts an RR task, and a waking RR task an RR task whose turn ends
@@ -432,13 +443,11 @@ static void kick_idle_cpu(const struct task_struct *p, u32 llc)
 static bool may_preempt(const struct cpu_ctx *cctx, const struct task_ctx *tctx,
 			u64 key, u64 enq_flags, u64 *deadline)
 {
-	if (!cctx->curr_valid || !cctx->curr_preemptible ||
-	    cctx->curr_class != CLASS_RR)
+	if (!may_claim(tctx, enq_flags) || !cctx->curr_valid ||
+	    !cctx->curr_preemptible || cctx->curr_class != CLASS_RR)
 		return false;
 	*deadline = cctx->curr_deadline;
-	if (tctx->class == CLASS_FIFO)
-		return true;
-	return (enq_flags & SCX_ENQ_WAKEUP) && key < *deadline;
+	return tctx->class == CLASS_FIFO || key < *deadline;
 }
 
 /*
@@ -490,19 +499,17 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 
 	/*
 	 * Such an RR task that wakes waits for a turn to end or an idle CPU
-	 * (may_preempt() lets only wakeups preempt RR turns; a FIFO task
+	 * (may_claim() lets only wakeups preempt RR turns; a FIFO task
 	 * preempts them whatever its flags).
 	 */
 	if (no_wakeup_preempt(p))
 		enq_flags &= ~SCX_ENQ_WAKEUP;
 	/*
-	 * An RR task that is not waking has no claim on any running turn
-	 * (a requeue: a turn that ran out, was preempted or was renewed
-	 * elsewhere): wake an idle CPU if there is one, and do not walk the
-	 * LLC's CPUs for a victim that may_preempt() would refuse. On a busy
-	 * 64-CPU LLC that walk read 64 cpu_ctx at every slice end.
+	 * No claim on any turn: wake an idle CPU if there is one, and do not
+	 * walk the LLC for a victim that may_preempt() would refuse (the walk
+	 * read up to 64 cpu_ctx at every slice end of a busy LLC).
 	 */
-	if (tctx->class != CLASS_FIFO && !(enq_flags & SCX_ENQ_WAKEUP)) {
+	if (!may_claim(tctx, enq_flags)) {
 		kick_idle_cpu(p, llc);
 		return;
 	}
