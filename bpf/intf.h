@@ -32,6 +32,12 @@ enum consts {
 	 * this length instead of starving each other.
 	 */
 	FIFO_MAX_WAIT_NS	= 1000ULL * 1000 * 1000,
+	/*
+	 * Longest wait the guard allows a queued RR task whose turn is not
+	 * next in its queue's deadline order (age_queue() in guard.bpf.h),
+	 * or guard_ns if that is longer.
+	 */
+	RR_GUARD_MAX_NS		= 1000ULL * 1000 * 1000,
 
 	/* Longest a task stays throttled to pay off overrun (debt cap). */
 	MAX_THROTTLE_NS		= 2000ULL * 1000 * 1000,

@@ -66,10 +66,14 @@
  *
  * Starvation guard (guard.bpf.h). Each LLC has a housekeeping timer that
  * runs every guard/4 (2..20 ms). It moves every RR task that has waited
- * guard_ns, and every FIFO task that has waited FIFO_MAX_WAIT_NS (1 s), to
- * the URGENT queue, which every CPU of the LLC serves first; a running
- * task gives way at its next tick unless the only urgent task may not run
- * on its CPU. The daemon's threads are queued there directly (its stats
+ * guard_ns and whose turn is next in the RR order (its deadline within a
+ * slice of the queue's head), every other RR task that has waited 1 s
+ * (RR_GUARD_MAX_NS), and every FIFO task that has waited FIFO_MAX_WAIT_NS
+ * (1 s), to the URGENT queue, which every CPU of the LLC serves first; a
+ * running task gives way at its next tick unless the only urgent task may
+ * not run on its CPU. Behind FIFO work the guard so serves RR tasks in
+ * their weighted order, and a light task waiting its fair turn on a
+ * crowded CPU is not put first. The daemon's threads are queued there directly (its stats
  * must keep coming on a loaded host). A kernel thread that wakes (the
  * RCU grace-period kthread, workqueues) and a task preempted inside an
  * RCU read-side section go to its head: every RCU grace period waits for

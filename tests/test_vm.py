@@ -166,6 +166,8 @@ def test_weight_split(binary, tmp_path):
     r = run_scenario("weight", tmp_path)
     total = r["nice0_share"] + r["nice5_share"]
     frac = r["nice0_share"] / total if total else 0
+    crowd10 = sum(r["crowd_nice10"])
+    crowd = crowd10 + sum(r["crowd_nice0"])
     check_all([
         ("nice 0 part of CPU 1 (vs nice 5)", pct(frac), "75% +- 5", abs(frac - 0.75) <= 0.05),
         ("CPU 1 busy", pct(total), ">= 90%", total >= 0.90),
@@ -184,6 +186,14 @@ def test_weight_split(binary, tmp_path):
         ("  the nice 0 hog's share", pct(r["idle_shares"][0]), ">= 90%",
          r["idle_shares"][0] >= 0.90),
         ("  the SCHED_IDLE hog's class (stats)", r["idle_class"], "RR", r["idle_class"] == "RR"),
+        # Weights 1024 : 110 per hog, so the nice 10 part is 9.7% (the
+        # default scheduler: 9.4%). While the guard made every RR task that
+        # had waited 100 ms urgent, whatever its weight: 28%.
+        ("20 nice 0 + 20 nice 10 hogs on CPU 1: nice 10 part", pct(crowd10 / max(crowd, 1e-9)),
+         "9.7% +- 2.5", abs(crowd10 / max(crowd, 1e-9) - 0.097) <= 0.025),
+        ("  the nice 10 hogs: least / most", f"{pct(min(r['crowd_nice10']))}..{pct(max(r['crowd_nice10']))}",
+         "> 0 each, most <= 2x least", min(r["crowd_nice10"]) > 0
+         and max(r["crowd_nice10"]) <= 2 * min(r["crowd_nice10"])),
         ("state during", r["state_during"][0], "enabled", r["state_during"][0] == "enabled"),
         ("exit status after SIGTERM", r["rc"], "0", r["rc"] == 0),
         ("state after SIGTERM", r["after"][0], "disabled", r["after"][0] == "disabled"),

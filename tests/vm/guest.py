@@ -370,8 +370,16 @@ def scenario_weight(out):
     idle_shares = measure([n0.pid, idle.pid], 6)
     idle_rows = stats_rows(d.stdout(), idle.pid)
     kill_all([n0, idle])
+    # An oversubscribed CPU: 20 nice 0 and 20 nice 10 hogs. A nice 10 hog's
+    # fair turn comes about every 0.6 s, past the 100 ms guard.
+    g0 = [spawn_hog(0, cpus=1) for _ in range(20)]
+    g10 = [spawn_hog(10, cpus=1) for _ in range(20)]
+    time.sleep(4)
+    crowd = measure([h.pid for h in g0 + g10], 12)
+    kill_all(g0 + g10)
     rc = d.stop(signal.SIGTERM)
     return {"nice0_share": s0, "nice5_share": s5, "state_during": state, "rc": rc,
+            "crowd_nice0": crowd[:20], "crowd_nice10": crowd[20:],
             "join_first": join_first, "join_next": join_next, "wake_first": wake_first,
             "idle_shares": idle_shares,
             "idle_class": idle_rows[-1]["class"] if idle_rows else None,
@@ -888,6 +896,62 @@ def scenario_topology8(out):
     make_cgroup("wide")
     write_cg("wide", "cpu.max", "150000 100000")
     res["wide_cpus"], res["rc_cgroup"], res["wide_totals"] = group_under_daemon(out, "topo-cgroup", [], "wide", 4,
+                                                                                20)
+    res["state_after"] = sched_state()
+    return res
+
+
+def scenario_topology_large(out):
+    """All the vCPUs of a large VM (e.g. 32 in 4 LLCs of 8): the scheduler
+    sees every LLC; 2 nice 0 hogs per CPU share evenly and fill the
+    machine; a nice 0 / nice 5 pair pinned to every CPU splits by weight;
+    one FIFO hog pinned per CPU of the first LLC beside 4 RR hogs per CPU
+    (a herd that reports its own longest stall) never ejects the
+    scheduler; one hog per CPU under a per-task quota; a cpu.max of 1.5
+    CPUs shared by 8 busy threads."""
+    n = os.cpu_count()
+    res = {"cpus": n}
+    d = Daemon(out, "large-equal", [])
+    res["topology_log"] = [l for l in d.stderr().splitlines() if "topology" in l]
+    hogs = [spawn_hog(0) for _ in range(2 * n)]
+    time.sleep(10)
+    res["equal_shares"] = measure([h.pid for h in hogs], 20)
+    kill_all(hogs)
+    pairs = [(spawn_hog(0, cpus=c), spawn_hog(5, cpus=c)) for c in range(n)]
+    time.sleep(4)
+    flat = measure([p.pid for pr in pairs for p in pr], 10)
+    res["pair_fracs"] = [flat[2 * i] / max(flat[2 * i] + flat[2 * i + 1], 1e-9) for i in range(n)]
+    kill_all([p for pr in pairs for p in pr])
+    res["state_equal"] = sched_state()
+    res["rc_equal"] = d.stop()
+
+    d = Daemon(out, "large-guard", [])
+    herd, pids, path = spawn_herd(4 * n, out, "large-herd")
+    llc0 = [int(c) for c in read("/sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list", "0")
+            .replace("-", " ").split()]
+    fifo = [spawn_hog(-5, cpus=c) for c in range(llc0[0], llc0[-1] + 1)]
+    time.sleep(3)
+    res["fifo_shares"] = measure([f.pid for f in fifo], 20)
+    res["state_guard"] = sched_state()
+    seen = stop_herd(herd, path)
+    kill_all(fifo)
+    res["rc_guard"] = d.stop()
+    res["herd_stalls"] = [v[0] for v in seen.values() if v]
+    res["herd_never_ran"] = sum(1 for v in seen.values() if not v or v[1] <= 0)
+    res["herd_n"] = 4 * n
+
+    d = Daemon(out, "large-quota", ["--period-us", "10000", "--quota-us", "2000"])
+    hogs = [spawn_hog(0) for _ in range(n)]
+    time.sleep(4)
+    res["quota_shares"] = measure([h.pid for h in hogs], 10)
+    kill_all(hogs)
+    res["rc_quota"] = d.stop()
+    res["quota_totals"] = final_totals(d.stdout())
+
+    enable_cpu_controller()
+    make_cgroup("wide")
+    write_cg("wide", "cpu.max", "150000 100000")
+    res["wide_cpus"], res["rc_cgroup"], res["wide_totals"] = group_under_daemon(out, "large-cgroup", [], "wide", 8,
                                                                                 20)
     res["state_after"] = sched_state()
     return res
@@ -1783,6 +1847,7 @@ SCENARIOS = {
     "stress_smoke": scenario_stress_smoke,
     "storm": scenario_storm,
     "topology8": scenario_topology8,
+    "topology_large": scenario_topology_large,
     "cgroups": scenario_cgroups,
     "cgroup_exact": scenario_cgroup_exact,
     "cgroup_scale": scenario_cgroup_scale,
