@@ -495,6 +495,58 @@ def test_eight_cpus_two_llcs(binary, tmp_path):
     ])
 
 
+def test_large_host_32_cpus(binary, tmp_path):
+    """32 vCPUs in 4 LLCs of 8, the largest VM this machine boots in CI
+    time: the per-LLC queues, stealing and balancing, the guard and the
+    bandwidth timers at four times the 8-vCPU test's size. Under
+    single-threaded TCG the emulator runs the 32 vCPUs in turn, so a vCPU
+    often goes unrun for 100 ms or more: waits and wakeups are slow here,
+    shares over 10-20 s are not."""
+    r = run_scenario("topology_large", tmp_path, env={"VM_CPUS": "32", "VM_SMP": "sockets=4,cores=8,threads=1",
+                                                      "VM_MEMORY": "4G", "VM_TIMEOUT": "1500"})
+    n = r["cpus"]
+    eq, base = r["equal_shares"], r["default_equal_shares"]
+    mean = sum(eq) / len(eq)
+    fr, q = r["pair_fracs"], r["quota_shares"]
+    stalls = r["herd_stalls"]
+    check_all([
+        ("vCPUs", n, "32", n == 32),
+        ("scheduler sees 4 LLCs", r["topology_log"], "4 LLCs", any("in 4 LLCs" in l for l in r["topology_log"])),
+        # 0.403-0.453 in the first run (the default scheduler: 0.311-0.712).
+        ("64 nice 0 hogs: equal shares", f"{pct(min(eq))}..{pct(max(eq))}", "within 10% of mean",
+         all(abs(x - mean) <= 0.10 * mean for x in eq)),
+        # The emulator leaves the vCPUs about 80-86% of the time for tasks
+        # (the default scheduler's hogs: 26.0 of 32 CPUs; ours 27.7).
+        ("64 hogs' CPU time against the default scheduler's", f"{sum(eq):.2f} / {sum(base):.2f} CPUs",
+         ">= 0.95x", sum(eq) >= 0.95 * sum(base)),
+        # 74.7-75.4% in the first run. With the guard making every RR task
+        # that had waited 100 ms urgent, whatever its deadline, a vCPU the
+        # emulator left unrun that long gave the nice 5 hog extra turns:
+        # 63.6-75.9%.
+        ("nice 0 part of each CPU (vs nice 5)", f"{pct(min(fr))}..{pct(max(fr))}", "75% +- 5 each",
+         all(abs(x - 0.75) <= 0.05 for x in fr)),
+        ("FIFO hog on each CPU of LLC 0 beside 128 RR hogs: RR hogs that never ran", r["herd_never_ran"], "0",
+         r["herd_never_ran"] == 0 and len(stalls) == r["herd_n"]),
+        # The hog's own view counts the time the emulator left its vCPU
+        # unrun (4.1 s in the first run), as in test_guard_bounds_every_wait.
+        ("  longest RR hog stall (hog's view)", f"{max(stalls):.2f} s", "< 15 s", max(stalls) < 15),
+        ("  FIFO hogs ran", f"{pct(min(r['fifo_shares']))}..{pct(max(r['fifo_shares']))}", "> 0 each",
+         min(r["fifo_shares"]) > 0),
+        # Never above the quota. Below it at this size, not understood yet:
+        # 17.4-18.9% in one run at 20000/100000 and 15.0-18.0% in four at
+        # 2000/10000, where CFS bandwidth in the same guest (a cgroup per
+        # hog) gave 19.5-20.1% and 18.8-19.4%; 19-20% on 8 vCPUs.
+        ("32 hogs under 20000/100000", f"{pct(min(q))}..{pct(max(q))}", "15%..21% each",
+         all(0.15 <= x <= 0.21 for x in q)),
+        ("cpu.max 150000/100000, 8 busy threads over 4 LLCs", f"{r['wide_cpus']:.4f} CPUs", "1.5 +- 2%",
+         abs(r["wide_cpus"] - 1.5) <= 0.03),
+        ("state during (equal, guard)", (r["state_equal"][0], r["state_guard"][0]), "enabled",
+         r["state_equal"][0] == r["state_guard"][0] == "enabled"),
+        ("exit statuses", (r["rc_equal"], r["rc_guard"], r["rc_quota"], r["rc_cgroup"]), "(0, 0, 0, 0)",
+         (r["rc_equal"], r["rc_guard"], r["rc_quota"], r["rc_cgroup"]) == (0, 0, 0, 0)),
+    ])
+
+
 def held_check(group, totals):
     """Per-CPU runtime slices (cgroups.bpf.h): a group whose quota is
     several slices per CPU charges a good part of its runs without its lock

@@ -911,6 +911,12 @@ def scenario_topology_large(out):
     CPUs shared by 8 busy threads."""
     n = os.cpu_count()
     res = {"cpus": n}
+    # The same hogs under the kernel's default scheduler first: how much of
+    # the vCPUs' time the emulator lets tasks have at this size.
+    hogs = [spawn_hog(0) for _ in range(2 * n)]
+    time.sleep(5)
+    res["default_equal_shares"] = measure([h.pid for h in hogs], 20)
+    kill_all(hogs)
     d = Daemon(out, "large-equal", [])
     res["topology_log"] = [l for l in d.stderr().splitlines() if "topology" in l]
     hogs = [spawn_hog(0) for _ in range(2 * n)]
@@ -940,7 +946,7 @@ def scenario_topology_large(out):
     res["herd_never_ran"] = sum(1 for v in seen.values() if not v or v[1] <= 0)
     res["herd_n"] = 4 * n
 
-    d = Daemon(out, "large-quota", ["--period-us", "10000", "--quota-us", "2000"])
+    d = Daemon(out, "large-quota", ["--period-us", "100000", "--quota-us", "20000"])
     hogs = [spawn_hog(0) for _ in range(n)]
     time.sleep(4)
     res["quota_shares"] = measure([h.pid for h in hogs], 10)
