@@ -853,6 +853,36 @@ def narrow_affinity_shares():
     return shares
 
 
+def shares_then_kill(hogs, settle, seconds):
+    """Each hog's share of one CPU over `seconds` after `settle` seconds;
+    the hogs are ended."""
+    time.sleep(settle)
+    shares = measure([h.pid for h in hogs], seconds)
+    kill_all(hogs)
+    return shares
+
+
+def pinned_pair_fracs(n):
+    """A nice 0 and a nice 5 hog pinned to each of CPUs 0..n-1: the nice 0
+    hog's part of each CPU over 10 s."""
+    pairs = [(spawn_hog(0, cpus=c), spawn_hog(5, cpus=c)) for c in range(n)]
+    time.sleep(4)
+    flat = measure([p.pid for pr in pairs for p in pr], 10)
+    kill_all([p for pr in pairs for p in pr])
+    return [flat[2 * i] / max(flat[2 * i] + flat[2 * i + 1], 1e-9) for i in range(n)]
+
+
+def wide_group(out, res, name, threads):
+    """A cgroup "wide" with cpu.max 150000/100000 (1.5 CPUs) shared by
+    `threads` busy threads under a daemon `name`: its CPUs, the daemon's
+    exit status and final counters, and the state after, into `res`."""
+    enable_cpu_controller()
+    make_cgroup("wide")
+    write_cg("wide", "cpu.max", "150000 100000")
+    res["wide_cpus"], res["rc_cgroup"], res["wide_totals"] = group_under_daemon(out, name, [], "wide", threads, 20)
+    res["state_after"] = sched_state()
+
+
 def scenario_topology8(out):
     """8 vCPUs in 2 sockets (2 LLCs): equal shares for 16 hogs and for 12
     hogs of a narrower affinity, weights on every CPU, and the per-task
@@ -869,13 +899,7 @@ def scenario_topology8(out):
     res["equal_shares"] = measure([h.pid for h in hogs], 20)
     kill_all(hogs)
     res["narrow_shares"] = narrow_affinity_shares()
-    pairs = []
-    for cpu in range(8):
-        pairs.append((spawn_hog(0, cpus=cpu), spawn_hog(5, cpus=cpu)))
-    time.sleep(4)
-    flat = measure([p.pid for pr in pairs for p in pr], 10)
-    res["pair_fracs"] = [flat[2 * i] / max(flat[2 * i] + flat[2 * i + 1], 1e-9) for i in range(8)]
-    kill_all([p for pr in pairs for p in pr])
+    res["pair_fracs"] = pinned_pair_fracs(8)
     res["rc_equal"] = d.stop()
     d = Daemon(out, "topo-quota", ["--period-us", "10000", "--quota-us", "2000"])
     hogs = [spawn_hog(0) for _ in range(8)]
@@ -885,19 +909,11 @@ def scenario_topology8(out):
     # Pinned one per CPU: all CPUs of an LLC go idle while its hogs are
     # parked, so only the LLC's timer releases them (lost timers: 1-3 per
     # 14 s in bench/quota8.sh before timer_arm() restarted at every run).
-    hogs = [spawn_hog(0, cpus=c) for c in range(8)]
-    time.sleep(4)
-    res["quota_pinned_shares"] = measure([h.pid for h in hogs], 10)
-    kill_all(hogs)
+    res["quota_pinned_shares"] = shares_then_kill([spawn_hog(0, cpus=c) for c in range(8)], 4, 10)
     res["rc_quota"] = d.stop()
     res["quota_totals"] = final_totals(d.stdout())
     # A cpu.max of 1.5 CPUs shared by 4 busy threads, spread over 2 LLCs.
-    enable_cpu_controller()
-    make_cgroup("wide")
-    write_cg("wide", "cpu.max", "150000 100000")
-    res["wide_cpus"], res["rc_cgroup"], res["wide_totals"] = group_under_daemon(out, "topo-cgroup", [], "wide", 4,
-                                                                                20)
-    res["state_after"] = sched_state()
+    wide_group(out, res, "topo-cgroup", 4)
     return res
 
 
@@ -913,21 +929,11 @@ def scenario_topology_large(out):
     res = {"cpus": n}
     # The same hogs under the kernel's default scheduler first: how much of
     # the vCPUs' time the emulator lets tasks have at this size.
-    hogs = [spawn_hog(0) for _ in range(2 * n)]
-    time.sleep(5)
-    res["default_equal_shares"] = measure([h.pid for h in hogs], 20)
-    kill_all(hogs)
+    res["default_equal_shares"] = shares_then_kill([spawn_hog(0) for _ in range(2 * n)], 5, 20)
     d = Daemon(out, "large-equal", [])
     res["topology_log"] = [l for l in d.stderr().splitlines() if "topology" in l]
-    hogs = [spawn_hog(0) for _ in range(2 * n)]
-    time.sleep(10)
-    res["equal_shares"] = measure([h.pid for h in hogs], 20)
-    kill_all(hogs)
-    pairs = [(spawn_hog(0, cpus=c), spawn_hog(5, cpus=c)) for c in range(n)]
-    time.sleep(4)
-    flat = measure([p.pid for pr in pairs for p in pr], 10)
-    res["pair_fracs"] = [flat[2 * i] / max(flat[2 * i] + flat[2 * i + 1], 1e-9) for i in range(n)]
-    kill_all([p for pr in pairs for p in pr])
+    res["equal_shares"] = shares_then_kill([spawn_hog(0) for _ in range(2 * n)], 10, 20)
+    res["pair_fracs"] = pinned_pair_fracs(n)
     res["state_equal"] = sched_state()
     res["rc_equal"] = d.stop()
 
@@ -947,19 +953,11 @@ def scenario_topology_large(out):
     res["herd_n"] = 4 * n
 
     d = Daemon(out, "large-quota", ["--period-us", "100000", "--quota-us", "20000"])
-    hogs = [spawn_hog(0) for _ in range(n)]
-    time.sleep(4)
-    res["quota_shares"] = measure([h.pid for h in hogs], 10)
-    kill_all(hogs)
+    res["quota_shares"] = shares_then_kill([spawn_hog(0) for _ in range(n)], 4, 10)
     res["rc_quota"] = d.stop()
     res["quota_totals"] = final_totals(d.stdout())
 
-    enable_cpu_controller()
-    make_cgroup("wide")
-    write_cg("wide", "cpu.max", "150000 100000")
-    res["wide_cpus"], res["rc_cgroup"], res["wide_totals"] = group_under_daemon(out, "large-cgroup", [], "wide", 8,
-                                                                                20)
-    res["state_after"] = sched_state()
+    wide_group(out, res, "large-cgroup", 8)
     return res
 
 
