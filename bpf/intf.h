@@ -179,7 +179,7 @@ struct fq_config {
 	u64 slice_min_ns;	/* lower bound in SLICE_SPLIT mode */
 	u64 period_ns;		/* bandwidth period */
 	u64 quota_ns;		/* runtime per period per RR task, 0 = no limit */
-	u64 guard_ns;		/* starvation guard: max RR wait */
+	u64 guard_ns;		/* starvation guard (age_queue()) */
 	s32 fifo_below_nice;	/* nice < this => FIFO class */
 	u32 slice_mode;		/* enum slice_mode */
 	u64 cg_gen;		/* bumped whenever cgroup_limits changes */

@@ -127,8 +127,9 @@ struct RunOpts {
           value_parser = value_parser!(i32).range(-20..=20))]
     fifo_below_nice: i32,
 
-    /// Starvation guard: after RR tasks have waited this many milliseconds
-    /// behind a FIFO task on a CPU, one RR task gets a slice there.
+    /// Starvation guard: a queued RR task that has waited this many
+    /// milliseconds and whose turn is next in the RR order goes first in
+    /// its LLC (any RR task after at most 1 s; FIFO tasks after 1 s).
     #[arg(long, default_value_t = config::DEFAULT_GUARD_MS,
           value_parser = value_parser!(u64).range(config::GUARD_MS_MIN..=config::GUARD_MS_MAX))]
     guard_ms: u64,
