@@ -14,13 +14,13 @@
  * runs it) or waits behind busy CPUs, whose ticks see it.
  *
  * Bounds: an RR task waits at most the longer of guard_ns and
- * RR_GUARD_MAX_NS (1 s; guard_ns if its turn is next in the RR order) + one
- * tick (the re-arm) + one timer interval (<= 20 ms) + one tick + the turns
- * of the urgent tasks ahead of it; a FIFO task the same with
- * FIFO_MAX_WAIT_NS instead. The urgent queue drains at one turn per CPU per slice, so with
- * R tasks urgent at once on C CPUs the last waits about R * slice / C
- * more. Nothing depends on the number of tasks, FIFO hogs or options
- * beyond that.
+ * RR_GUARD_MAX_NS (1 s; guard_ns if its turn is next in the RR order) +
+ * one tick (the re-arm) + one timer interval (<= 20 ms) + one tick + the
+ * turns of the urgent tasks ahead of it; a FIFO task the same with
+ * FIFO_MAX_WAIT_NS instead. The urgent queue drains at one turn per CPU
+ * per slice, so with R tasks urgent at once on C CPUs the last waits
+ * about R * slice / C more. Nothing depends on the number of tasks, FIFO
+ * hogs or options beyond that.
  *
  * Copyright (c) 2026 The scx_fairquota authors
  */
@@ -39,30 +39,36 @@ static u64 scan_interval(const struct fq_config *cfg)
 	return ns;
 }
 
+/* When a task of a class queue is overdue (age_queue()). */
+struct age_bound {
+	u64 near_ns;	/* wait of a task whose key is near the head's */
+	u64 far_ns;	/* wait of any task */
+	u64 window_ns;	/* "near": key within this of the head's */
+	u32 cnt_idx;	/* counter of the tasks made urgent */
+};
+
 /*
- * Move every task of queue @kind of @llc that has waited its bound or more
- * to the LLC's URGENT queue. Return the number moved.
+ * Move every task of queue @kind of @llc that is overdue by @b to the
+ * LLC's URGENT queue: one whose key (p->scx.dsq_vtime) is within
+ * window_ns of the queue's head and that has waited near_ns, or any that
+ * has waited far_ns. Return the number moved.
  *
- * FIFO: FIFO_MAX_WAIT_NS. RR: guard_ns for a task whose turn is next in
- * the queue's own order (its deadline within a slice of the head's), the
- * longer of guard_ns and RR_GUARD_MAX_NS for the others. The queue is in
- * deadline order, so that is one comparison per task. Behind FIFO work,
- * which holds the RR queue still, the guard serves RR tasks in that order
- * (a nice 5 task a third as often as a nice 0 one, and a lone RR task
- * every guard_ns). On a CPU crowded with RR tasks, where a light task's
- * fair turn comes after the guard (nice 10 beside 20 nice 0 tasks: about
- * every 0.6 s), the guard no longer puts it first: made urgent at guard_ns
- * whatever their deadline, 20 nice 10 hogs beside 20 nice 0 hogs on one
- * CPU got 28% of it instead of 9.7%.
+ * RR (deadline order): near guard_ns within a slice of the head's
+ * deadline, far the longer of guard_ns and RR_GUARD_MAX_NS. Behind FIFO
+ * work, which holds the RR queue still, the guard so serves RR tasks in
+ * their weighted order (a nice 5 task a third as often as a nice 0 one, a
+ * lone RR task every guard_ns). On a CPU crowded with RR tasks, where a
+ * light task's fair turn comes after the guard (nice 10 beside 20 nice 0
+ * tasks: about every 0.6 s), the guard does not put it first: made urgent
+ * at guard_ns whatever their deadline, 20 nice 10 hogs beside 20 nice 0
+ * hogs on one CPU got 28% of it instead of 9.7%.
+ * FIFO (arrival order, no key): near and far both FIFO_MAX_WAIT_NS.
  */
-static u32 age_queue(u32 kind, u32 llc, const struct fq_config *cfg, u64 now,
-		     u32 cnt_idx)
+static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, u64 now)
 {
-	u64 max = cfg->guard_ns > RR_GUARD_MAX_NS ? cfg->guard_ns :
-		  RR_GUARD_MAX_NS;
-	u64 head = 0, since, wait;
 	struct task_struct *p;
 	bool first = true;
+	u64 head = 0, since;
 	u32 moved = 0;
 
 	bpf_for_each(scx_dsq, p, dsq_id(kind, llc), 0) {
@@ -75,18 +81,15 @@ static u32 age_queue(u32 kind, u32 llc, const struct fq_config *cfg, u64 now,
 		if (!tctx)
 			continue;
 		since = READ_ONCE(tctx->enq_at_ns);
-		if (!since || now < since)
-			continue;
-		wait = now - since;
-		if (kind == DSQ_FIFO ? wait < FIFO_MAX_WAIT_NS :
-		    wait < cfg->guard_ns || (wait < max &&
-		    p->scx.dsq_vtime > head + cfg->slice_ns))
+		if (!since || now < since || now - since < b->near_ns ||
+		    (now - since < b->far_ns &&
+		     p->scx.dsq_vtime > head + b->window_ns))
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
 				     dsq_id(DSQ_URGENT, llc), 0)) {
 			WRITE_ONCE(tctx->urgent, 1);
 			llc_hint_set(llc, DSQ_URGENT);
-			stat_inc(cnt_idx);
+			stat_inc(b->cnt_idx);
 			trace_task(TRACE_GUARD, p, tctx, 0, now);
 			kick_idle_cpu(p, llc);
 			moved++;
@@ -101,8 +104,21 @@ static u32 age_queue(u32 kind, u32 llc, const struct fq_config *cfg, u64 now,
  */
 static void guard_scan(u32 llc, const struct fq_config *cfg, u64 now)
 {
-	age_queue(DSQ_RR, llc, cfg, now, CNT_GUARD);
-	age_queue(DSQ_FIFO, llc, cfg, now, CNT_FIFO_ROTATE);
+	struct age_bound rr = {
+		.near_ns = cfg->guard_ns,
+		.far_ns = cfg->guard_ns > RR_GUARD_MAX_NS ? cfg->guard_ns :
+			  RR_GUARD_MAX_NS,
+		.window_ns = cfg->slice_ns,
+		.cnt_idx = CNT_GUARD,
+	};
+	struct age_bound fifo = {
+		.near_ns = FIFO_MAX_WAIT_NS,
+		.far_ns = FIFO_MAX_WAIT_NS,
+		.cnt_idx = CNT_FIFO_ROTATE,
+	};
+
+	age_queue(DSQ_RR, llc, &rr, now);
+	age_queue(DSQ_FIFO, llc, &fifo, now);
 }
 
 /* Return true if a task waits on @llc's class or urgent queues. */

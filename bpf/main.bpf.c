@@ -73,14 +73,14 @@
  * running task gives way at its next tick unless the only urgent task may
  * not run on its CPU. Behind FIFO work the guard so serves RR tasks in
  * their weighted order, and a light task waiting its fair turn on a
- * crowded CPU is not put first. The daemon's threads are queued there directly (its stats
- * must keep coming on a loaded host). A kernel thread that wakes (the
- * RCU grace-period kthread, workqueues) and a task preempted inside an
- * RCU read-side section go to its head: every RCU grace period waits for
- * them, and 21 s of waiting is an RCU stall, which ejects the scheduler
- * (behind the guard's backlog a grace period took 5.6 s; 0.4 s so). That
- * bounds every wait, whatever the number of tasks or FIFO hogs (see
- * guard.bpf.h for the bound).
+ * crowded CPU is not put first. The daemon's threads are queued there
+ * directly (its stats must keep coming on a loaded host). A kernel
+ * thread that wakes (the RCU grace-period kthread, workqueues) and a task
+ * preempted inside an RCU read-side section go to its head: every RCU
+ * grace period waits for them, and 21 s of waiting is an RCU stall, which
+ * ejects the scheduler (behind the guard's backlog a grace period took
+ * 5.6 s; 0.4 s so). That bounds every wait, whatever the number of tasks
+ * or FIFO hogs (see guard.bpf.h for the bound).
  *
  * Bandwidth (bandwidth.bpf.h, bucket.h). An RR task (not a kernel thread,
  * not exiting, not the daemon) may use at most quota_ns per period_ns when

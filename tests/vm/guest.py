@@ -202,6 +202,13 @@ def stop_herd(proc, path):
     return {int(k): v for k, v in json.loads(read(path, "{}") or "{}").items()}
 
 
+def herd_stalls(seen):
+    """From stop_herd()'s result: the longest stall of each hog that
+    reported, and how many hogs never ran (no report or no CPU time)."""
+    return ([v[0] for v in seen.values() if v],
+            sum(1 for v in seen.values() if not v or v[1] <= 0))
+
+
 def daemon_tasks_counts(stdout):
     """The `tasks=N` of every stats line, oldest first."""
     out = []
@@ -652,13 +659,13 @@ def scenario_guard_many(out):
         kill_all(fifo)
         seen = stop_herd(herd, path)
         rc = d.stop()
-        gaps = [v[0] for v in seen.values() if v]
+        gaps, never_ran = herd_stalls(seen)
         res[label] = {
             "reported": len(gaps),
             "max_stall_rr": max(gaps) if gaps else 99.0,
             "max_wait_sched": max(waits) if waits else 99.0,
             "waits_seen": len(waits),
-            "rr_never_ran": sum(1 for v in seen.values() if not v or v[1] <= 0),
+            "rr_never_ran": never_ran,
             "fifo_shares": fifo_shares,
             "state_during": state, "daemon_alive": alive, "rc": rc,
             "totals": final_totals(d.stdout()), "stderr": d.stderr()[-3000:],
@@ -859,6 +866,15 @@ def narrow_affinity_shares():
     return shares
 
 
+def cpu_list(text):
+    """The CPUs of a kernel CPU list such as "0-7,16"."""
+    cpus = []
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
 def shares_then_kill(hogs, settle, seconds):
     """Each hog's share of one CPU over `seconds` after `settle` seconds;
     the hogs are ended."""
@@ -897,21 +913,16 @@ def scenario_topology8(out):
            "lscpu_llcs_cpu4": read("/sys/devices/system/cpu/cpu4/cache/index3/shared_cpu_list")}
     d = Daemon(out, "topo-equal", [])
     res["topology_log"] = [l for l in d.stderr().splitlines() if "topology" in l]
-    hogs = [spawn_hog(0) for _ in range(16)]
-    time.sleep(10)  # let the LLC timers balance the hogs (one pull per run)
-    # Over 20 s: a vCPU the emulator leaves idle for a second or two shifts
-    # a few hogs' shares by a third while it lasts (one 10 s window of the
+    # 10 s for the LLC timers to balance the hogs (one pull per run), then
+    # 20 s: a vCPU the emulator leaves idle for a second or two shifts a
+    # few hogs' shares by a third while it lasts (one 10 s window of the
     # build before read 41.2-56.8%, the next run 46.7-48.9%).
-    res["equal_shares"] = measure([h.pid for h in hogs], 20)
-    kill_all(hogs)
+    res["equal_shares"] = shares_then_kill([spawn_hog(0) for _ in range(16)], 10, 20)
     res["narrow_shares"] = narrow_affinity_shares()
     res["pair_fracs"] = pinned_pair_fracs(8)
     res["rc_equal"] = d.stop()
     d = Daemon(out, "topo-quota", ["--period-us", "10000", "--quota-us", "2000"])
-    hogs = [spawn_hog(0) for _ in range(8)]
-    time.sleep(4)
-    res["quota_shares"] = measure([h.pid for h in hogs], 10)
-    kill_all(hogs)
+    res["quota_shares"] = shares_then_kill([spawn_hog(0) for _ in range(8)], 4, 10)
     # Pinned one per CPU: all CPUs of an LLC go idle while its hogs are
     # parked, so only the LLC's timer releases them (lost timers: 1-3 per
     # 14 s in bench/quota8.sh before timer_arm() restarted at every run).
@@ -945,17 +956,15 @@ def scenario_topology_large(out):
 
     d = Daemon(out, "large-guard", [])
     herd, pids, path = spawn_herd(4 * n, out, "large-herd")
-    llc0 = [int(c) for c in read("/sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list", "0")
-            .replace("-", " ").split()]
-    fifo = [spawn_hog(-5, cpus=c) for c in range(llc0[0], llc0[-1] + 1)]
+    llc0 = cpu_list(read("/sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list", "0"))
+    fifo = [spawn_hog(-5, cpus=c) for c in llc0]
     time.sleep(3)
     res["fifo_shares"] = measure([f.pid for f in fifo], 20)
     res["state_guard"] = sched_state()
     kill_all(fifo)  # first, as in scenario_guard_many
     seen = stop_herd(herd, path)
     res["rc_guard"] = d.stop()
-    res["herd_stalls"] = [v[0] for v in seen.values() if v]
-    res["herd_never_ran"] = sum(1 for v in seen.values() if not v or v[1] <= 0)
+    res["herd_stalls"], res["herd_never_ran"] = herd_stalls(seen)
     res["herd_n"] = 4 * n
 
     d = Daemon(out, "large-quota", ["--period-us", "100000", "--quota-us", "20000"])
