@@ -512,11 +512,12 @@ def test_large_host_32_cpus(binary, tmp_path):
     check_all([
         ("vCPUs", n, "32", n == 32),
         ("scheduler sees 4 LLCs", r["topology_log"], "4 LLCs", any("in 4 LLCs" in l for l in r["topology_log"])),
-        # 0.403-0.453 in the first run (the default scheduler: 0.311-0.712).
+        # 0.464-0.499 (the default scheduler: wider). Before measure() timed
+        # each pid's reads, a pass over 64 pids on a loaded guest made every
+        # share seem lower (0.403-0.453).
         ("64 nice 0 hogs: equal shares", f"{pct(min(eq))}..{pct(max(eq))}", "within 10% of mean",
          all(abs(x - mean) <= 0.10 * mean for x in eq)),
-        # The emulator leaves the vCPUs about 80-86% of the time for tasks
-        # (the default scheduler's hogs: 26.0 of 32 CPUs; ours 27.7).
+        # 30.69 against 31.23 CPUs (27.7 against 26.0 measured per pass).
         ("64 hogs' CPU time against the default scheduler's", f"{sum(eq):.2f} / {sum(base):.2f} CPUs",
          ">= 0.95x", sum(eq) >= 0.95 * sum(base)),
         # 74.7-75.4% in the first run. With the guard making every RR task
@@ -532,12 +533,11 @@ def test_large_host_32_cpus(binary, tmp_path):
         ("  longest RR hog stall (hog's view)", f"{max(stalls):.2f} s", "< 15 s", max(stalls) < 15),
         ("  FIFO hogs ran", f"{pct(min(r['fifo_shares']))}..{pct(max(r['fifo_shares']))}", "> 0 each",
          min(r["fifo_shares"]) > 0),
-        # Never above the quota. Below it at this size, not understood yet:
-        # 17.4-18.9% in one run at 20000/100000 and 15.0-18.0% in four at
-        # 2000/10000, where CFS bandwidth in the same guest (a cgroup per
-        # hog) gave 19.5-20.1% and 18.8-19.4%; 19-20% on 8 vCPUs.
-        ("32 hogs under 20000/100000", f"{pct(min(q))}..{pct(max(q))}", "15%..21% each",
-         all(0.15 <= x <= 0.21 for x in q)),
+        # As on 2 and 8 vCPUs. Before measure() timed each pid's reads on
+        # their own, the scenario (an RR task under the same quota, so
+        # throttled while it read 32 files) seemed to see 15-19% here.
+        ("32 hogs under 20000/100000", f"{pct(min(q))}..{pct(max(q))}", "20% +- 3 each",
+         all(abs(x - 0.20) <= 0.03 for x in q)),
         ("cpu.max 150000/100000, 8 busy threads over 4 LLCs", f"{r['wide_cpus']:.4f} CPUs", "1.5 +- 2%",
          abs(r["wide_cpus"] - 1.5) <= 0.03),
         ("state during (equal, guard)", (r["state_equal"][0], r["state_guard"][0]), "enabled",
