@@ -512,12 +512,13 @@ def test_large_host_32_cpus(binary, tmp_path):
     check_all([
         ("vCPUs", n, "32", n == 32),
         ("scheduler sees 4 LLCs", r["topology_log"], "4 LLCs", any("in 4 LLCs" in l for l in r["topology_log"])),
-        # 0.464-0.499 (the default scheduler: wider). Before measure() timed
+        # 0.464-0.499 and 0.468-0.497 in two runs. Before measure() timed
         # each pid's reads, a pass over 64 pids on a loaded guest made every
         # share seem lower (0.403-0.453).
         ("64 nice 0 hogs: equal shares", f"{pct(min(eq))}..{pct(max(eq))}", "within 10% of mean",
          all(abs(x - mean) <= 0.10 * mean for x in eq)),
-        # 30.69 against 31.23 CPUs (27.7 against 26.0 measured per pass).
+        # 30.69 and 30.78 against 31.23 and 31.50 CPUs in two runs (27.7
+        # against 26.0 when measured against the whole pass).
         ("64 hogs' CPU time against the default scheduler's", f"{sum(eq):.2f} / {sum(base):.2f} CPUs",
          ">= 0.95x", sum(eq) >= 0.95 * sum(base)),
         # 74.7-75.4% in the first run. With the guard making every RR task
@@ -535,7 +536,8 @@ def test_large_host_32_cpus(binary, tmp_path):
          min(r["fifo_shares"]) > 0),
         # As on 2 and 8 vCPUs. Before measure() timed each pid's reads on
         # their own, the scenario (an RR task under the same quota, so
-        # throttled while it read 32 files) seemed to see 15-19% here.
+        # throttled while it read 32 files) seemed to see 15-19% here;
+        # 19.5-20.6% and 19.2-20.4% since.
         ("32 hogs under 20000/100000", f"{pct(min(q))}..{pct(max(q))}", "20% +- 3 each",
          all(abs(x - 0.20) <= 0.03 for x in q)),
         ("cpu.max 150000/100000, 8 busy threads over 4 LLCs", f"{r['wide_cpus']:.4f} CPUs", "1.5 +- 2%",
