@@ -91,6 +91,8 @@ static void charge(const struct task_struct *p, struct task_ctx *tctx,
 	u64 delta = exec > tctx->last_exec_ns ? exec - tctx->last_exec_ns : 0;
 	struct bw_limit l;
 
+	tctx->exec_at_ns = now;
+	tctx->unseen_ns = 0;
 	if (!delta)
 		return;
 	tctx->last_exec_ns = exec;
@@ -106,6 +108,54 @@ static void charge(const struct task_struct *p, struct task_ctx *tctx,
 	}
 	if (tctx->nr_cg && cg_charge(tctx, cfg, now, delta, turn_end))
 		stat_inc(CNT_CG_THROTTLE);
+}
+
+/*
+ * Charge @p, running on this CPU, from ops.dispatch(), where the kernel
+ * has not brought p->se.sum_exec_runtime up to date since the last tick or
+ * the start of the turn (it does at ticks and when the task stops). What
+ * it shows is charged; the time it does not show yet, the task's unseen_ns
+ * (it has run all along since exec_at_ns), is only counted against its
+ * tokens when deciding whether its turn may go on, and at what length
+ * (spent_unseen(), rr_slice(), cg_slice_cap()). It is charged when the
+ * kernel's clock shows it, so a guess is never charged. Without it a turn
+ * that its group's tokens cut to 0.4 ms was renewed when its slice timer
+ * fired as if it had used nothing, and ran on to the next tick: 2-4 ms and
+ * then 10-20 ms of debt (nginx at 2 ms/10 ms, smooth).
+ */
+static void charge_lagging(const struct task_struct *p, struct task_ctx *tctx,
+			   const struct fq_config *cfg, u64 now)
+{
+	u64 at = tctx->exec_at_ns;
+	u64 shown = p->se.sum_exec_runtime > tctx->last_exec_ns ?
+		    p->se.sum_exec_runtime - tctx->last_exec_ns : 0;
+
+	charge(p, tctx, cfg, now, true);
+	/* The clock has shown the runtime up to about at + shown. */
+	if (at && at + shown < now) {
+		tctx->exec_at_ns = at + shown;
+		tctx->unseen_ns = now - tctx->exec_at_ns;
+	}
+}
+
+/*
+ * Has @tctx used up its own or a limited group's tokens, counting the
+ * runtime the kernel's clock has not shown yet (charge_lagging())?
+ */
+static bool spent_unseen(const struct task_ctx *tctx)
+{
+	s64 u = tctx->unseen_ns, t;
+
+	if (!u)
+		return false;
+	if (tctx->limited && tctx->bw.tokens_ns <= u)
+		return true;
+	if (tctx->nr_cg) {
+		cg_scan(tctx, 0, &t);
+		if (t <= u)
+			return true;
+	}
+	return false;
 }
 
 /* When @tctx, throttled now, may run again: its own and its groups' release. */

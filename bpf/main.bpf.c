@@ -85,7 +85,10 @@
  * Bandwidth (bandwidth.bpf.h, bucket.h). An RR task (not a kernel thread,
  * not exiting, not the daemon) may use at most quota_ns per period_ns when
  * quota_ns != 0. Runtime is charged from ops.tick(), ops.dispatch() and
- * ops.stopping() into the task's bucket, always under the task's rq lock.
+ * ops.stopping() into the task's bucket, always under the task's rq lock
+ * (in ops.dispatch() the kernel's runtime clock of the running task lags
+ * since the last tick: the time since counts against its tokens there,
+ * charge_lagging()).
  * A turn never exceeds the tokens left; tokens a busy bucket could not
  * use because its release or turn came late are kept for a few periods
  * (bucket.h: the carry, owed buckets). A task out of tokens is parked on
@@ -275,12 +278,17 @@ static bool slice_needs_timer(u64 left_ns)
 	return !tick || left_ns + SLICE_TICK_SLACK_NS < tick;
 }
 
-/* Start this CPU's slice timer to end the current turn @ns from now. */
+/*
+ * Start this CPU's slice timer to end the current turn @ns from now. The
+ * deadline is absolute: a start from a sched_ext callback is deferred to an
+ * irq_work, and a relative one counted from whenever that ran.
+ */
 static void slice_timer_start(struct cpu_ctx *cctx, u64 ns)
 {
 	cctx->timer_turn = cctx->turn;
 	stat_inc(CNT_SLICE_ARM);
-	bpf_timer_start(&cctx->slice_timer, ns, BPF_F_TIMER_CPU_PIN);
+	bpf_timer_start(&cctx->slice_timer, bpf_ktime_get_ns() + ns,
+			BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
 }
 
 /*
@@ -588,8 +596,9 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 		pctx = try_lookup_task_ctx(prev);
 	if (pctx) {
 		/* Charge @prev so far before judging its quota. */
-		charge(prev, pctx, &cfg, now, true);
-		keep = !refresh_task(prev, pctx, &cfg, now);
+		charge_lagging(prev, pctx, &cfg, now);
+		keep = !refresh_task(prev, pctx, &cfg, now) &&
+		       !spent_unseen(pctx);
 	}
 
 	/* Work that waited past its bound goes before everything. */
@@ -670,6 +679,8 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	unpark(p, tctx, &cfg, now);
 	set_task_llc(tctx, llc);
 	tctx->last_exec_ns = p->se.sum_exec_runtime;
+	tctx->exec_at_ns = now;
+	tctx->unseen_ns = 0;
 	tctx->fifo_head = false;
 	/* The wait the guard bounds (throttled time not included). */
 	if (tctx->enq_at_ns && now > tctx->enq_at_ns &&

@@ -205,10 +205,11 @@ static u64 rr_waiting(s32 cpu, u32 llc)
 }
 
 /*
- * @slice, cut to the fewest tokens left in @tctx's limited cgroups: 0 if
- * one has none (its refill, done here, found it still in debt after the
- * caller's throttle check), so the turn ends at once and the task is
- * parked, rather than running a whole slice until a tick notices.
+ * @slice, cut to the fewest tokens left in @tctx's limited cgroups (less
+ * its runtime not charged yet, unseen_ns: charge_lagging()): 0 if one has
+ * none (its refill, done here, found it still in debt after the caller's
+ * throttle check), so the turn ends at once and the task is parked, rather
+ * than running a whole slice until a tick notices.
  */
 static u64 cg_slice_cap(const struct task_ctx *tctx,
 			const struct fq_config *cfg, u64 slice)
@@ -220,6 +221,7 @@ static u64 cg_slice_cap(const struct task_ctx *tctx,
 	/* Tokens of this period, not of the last charge's. */
 	cg_charge(tctx, cfg, bpf_ktime_get_ns(), 0, false);
 	cg_scan(tctx, 0, &t);
+	t -= (s64)tctx->unseen_ns;
 	if (t <= 0)
 		return 0;
 	return (u64)t < slice ? (u64)t : slice;
@@ -228,21 +230,23 @@ static u64 cg_slice_cap(const struct task_ctx *tctx,
 /*
  * RR slice of @tctx on @cpu of @llc: fixed, or in split mode divided by
  * the RR tasks waiting for this CPU plus one; never more than its
- * remaining quota or its limited cgroups' tokens.
+ * remaining quota or its limited cgroups' tokens (less its runtime not
+ * charged yet, unseen_ns: charge_lagging()).
  */
 static u64 rr_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
 		    s32 cpu, u32 llc)
 {
 	u64 slice = cfg->slice_ns;
+	s64 left;
 
 	if (cfg->slice_mode == SLICE_SPLIT) {
 		slice /= rr_waiting(cpu, llc) + 1;
 		if (slice < cfg->slice_min_ns)
 			slice = cfg->slice_min_ns;
 	}
-	if (tctx->limited && tctx->bw.tokens_ns > 0 &&
-	    (u64)tctx->bw.tokens_ns < slice)
-		slice = tctx->bw.tokens_ns;
+	left = tctx->bw.tokens_ns - (s64)tctx->unseen_ns;
+	if (tctx->limited && left > 0 && (u64)left < slice)
+		slice = left;
 	return cg_slice_cap(tctx, cfg, slice);
 }
 

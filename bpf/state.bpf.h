@@ -89,6 +89,8 @@ static void read_config(struct fq_config *cfg)
 struct task_ctx {
 	u64 vtime;		/* weighted virtual time in its LLC (RR order) */
 	u64 last_exec_ns;	/* p->se.sum_exec_runtime charged so far */
+	u64 exec_at_ns;		/* runtime charged up to about this time */
+	u64 unseen_ns;		/* runtime since, not shown yet (charge_lagging()) */
 	u64 enq_at_ns;		/* when it was last queued (its wait's start) */
 	u64 runtime_ns;		/* total CPU time under this scheduler */
 	u64 release_at_ns;	/* while parked: when its bucket refills */

@@ -1381,6 +1381,22 @@ def scenario_cgroup_exact(out):
     res["rc_smooth"] = d.stop()
     res["smooth_row"] = last_row(d.stdout(), "fqx_smooth")
     res["smooth_show"] = d.stderr()[:3000]
+
+    # Fine sub-periods: 2000/10000 over 2.5 ms (0.5 ms a turn), one hog
+    # pinned to CPU 1 with nothing else there, so the slice timer that ends
+    # each turn comes on time. A turn the timer ends is judged on the
+    # runtime since the last tick too (charge_lagging()): renewed on the
+    # kernel's lagging clock, it ran on to the next tick (12 ms stretches).
+    make_cgroup("fqx_fine")
+    d = Daemon(out, "exact-fine", ["--max-stall-us", "2000",
+                                   "--cgroup", "fqx_fine=2000/10000"])
+    h = spawn_hog(0, cpus="1")
+    move_to_cgroup(h.pid, "fqx_fine")
+    time.sleep(3)
+    res["fine_share"] = measure([h.pid], 8)[0]
+    kill_all([h])
+    res["rc_fine"] = d.stop()
+    res["fine_row"] = last_row(d.stdout(), "fqx_fine")
     return res
 
 
