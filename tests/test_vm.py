@@ -667,7 +667,7 @@ def test_cgroup_limits_exact(binary, tmp_path):
          "20% +- 1% rel", near(r["fine_share"], 0.20)),
         # 2 ms of each 2.5 ms sub-period when a turn ends on time; TCG fires
         # the slice timer late now and then, and the overrun is paid for in
-        # stall: 2.0-7.5 ms in 6 runs. A turn renewed on the kernel's
+        # stall: 2.0-7.5 ms in 5 runs. A turn renewed on the kernel's
         # lagging runtime clock ran on to the next tick: 11.8-12.1 ms in 4
         # runs before charge_lagging().
         ("  its mean throttled stretch", f"{stretch_ms(r['fine_row']):.1f} ms",
