@@ -82,10 +82,10 @@ static bool refresh_task(const struct task_struct *p, struct task_ctx *tctx,
  * runtime, RR vtime and, if limited, its bandwidth bucket. CPU time is the
  * kernel's own p->se.sum_exec_runtime (IRQ time excluded), the clock of
  * /proc/PID/schedstat and cgroup cpu.stat. @turn_end: its turn ends and it
- * is still runnable (bw_turn_end()).
+ * is still runnable (bw_turn_end()). Return the runtime charged.
  */
-static void charge(const struct task_struct *p, struct task_ctx *tctx,
-		   const struct fq_config *cfg, u64 now, bool turn_end)
+static u64 charge(const struct task_struct *p, struct task_ctx *tctx,
+		  const struct fq_config *cfg, u64 now, bool turn_end)
 {
 	u64 exec = p->se.sum_exec_runtime;
 	u64 delta = exec > tctx->last_exec_ns ? exec - tctx->last_exec_ns : 0;
@@ -94,7 +94,7 @@ static void charge(const struct task_struct *p, struct task_ctx *tctx,
 	tctx->exec_at_ns = now;
 	tctx->unseen_ns = 0;
 	if (!delta)
-		return;
+		return 0;
 	tctx->last_exec_ns = exec;
 	tctx->runtime_ns += delta;
 	if (tctx->class == CLASS_RR)
@@ -108,6 +108,7 @@ static void charge(const struct task_struct *p, struct task_ctx *tctx,
 	}
 	if (tctx->nr_cg && cg_charge(tctx, cfg, now, delta, turn_end))
 		stat_inc(CNT_CG_THROTTLE);
+	return delta;
 }
 
 /*
@@ -126,11 +127,8 @@ static void charge(const struct task_struct *p, struct task_ctx *tctx,
 static void charge_lagging(const struct task_struct *p, struct task_ctx *tctx,
 			   const struct fq_config *cfg, u64 now)
 {
-	u64 at = tctx->exec_at_ns;
-	u64 shown = p->se.sum_exec_runtime > tctx->last_exec_ns ?
-		    p->se.sum_exec_runtime - tctx->last_exec_ns : 0;
+	u64 at = tctx->exec_at_ns, shown = charge(p, tctx, cfg, now, true);
 
-	charge(p, tctx, cfg, now, true);
 	/* The clock has shown the runtime up to about at + shown. */
 	if (at && at + shown < now) {
 		tctx->exec_at_ns = at + shown;
