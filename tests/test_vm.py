@@ -666,12 +666,13 @@ def test_cgroup_limits_exact(binary, tmp_path):
         ("smooth 2 ms, 2000/10000, a pinned hog alone: share", pct(r["fine_share"]),
          "20% +- 1% rel", near(r["fine_share"], 0.20)),
         # 2 ms of each 2.5 ms sub-period when a turn ends on time; TCG fires
-        # the slice timer late now and then, and the overrun is paid for in
-        # stall: 2.0-7.5 ms in 5 runs. A turn renewed on the kernel's
-        # lagging runtime clock ran on to the next tick: 11.8-12.1 ms in 4
-        # runs before charge_lagging().
+        # the slice timer late (up to 3.6 ms seen), and the overrun is paid
+        # for in stall: 2.0-8.5 ms in 7 runs. A turn renewed on the
+        # kernel's lagging runtime clock ran on to the next tick:
+        # 11.8-12.1 ms in 4 runs before charge_lagging(). The margin is thin
+        # both ways: the emulator's timer lateness sets it.
         ("  its mean throttled stretch", f"{stretch_ms(r['fine_row']):.1f} ms",
-         "<= 10 ms (before the fix: 12)", 0 < stretch_ms(r["fine_row"]) <= 10.0),
+         "<= 11 ms (before the fix: 11.8-12.1)", 0 < stretch_ms(r["fine_row"]) <= 11.0),
     ]
     for k in ["rc_cli", "rc_kernel", "rc_smooth", "rc_fine"]:
         checks.append((f"{k} (exit status)", r[k], "0", r[k] == 0))
