@@ -367,7 +367,7 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 		cost = turn_cost(pctx, now);
 		if (cost > step)
 			step = cost;
-		advance_llc_clock(llc, pctx->vtime, step);
+		advance_llc_clock(llc, turn_vtime_now(pctx, now), step);
 	}
 	scx_bpf_task_set_slice(prev, slice);
 	pctx->ran_out = turn_ran_out(pctx, now);
@@ -376,6 +376,15 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 	if (cctx) {
 		/* A timer armed for the turn that ends is void. */
 		cctx->turn++;
+		/*
+		 * Wakeups weigh their claim against the renewed turn's
+		 * deadline. Left at the first turn's, a hog that ran on
+		 * alone kept a deadline from long ago, and no waking task
+		 * could preempt it: each waited for the hog's slice to end.
+		 */
+		if (pctx->class == CLASS_RR)
+			cctx->curr_deadline = rr_deadline(pctx->turn_vtime,
+							  slice, pctx->weight);
 		arm_slice_timer(cctx, pctx, slice, llc, cfg);
 	}
 }

@@ -592,6 +592,17 @@ static u64 turn_cost(const struct task_ctx *tctx, u64 now)
 }
 
 /*
+ * @tctx's vtime now, as it runs: where its turn started plus what the turn
+ * has cost so far, or the charged vtime if that is further on.
+ */
+static u64 turn_vtime_now(const struct task_ctx *tctx, u64 now)
+{
+	u64 v = tctx->turn_vtime + turn_cost(tctx, now);
+
+	return v > tctx->vtime ? v : tctx->vtime;
+}
+
+/*
  * Return true if RR task @prev may keep @cpu for another turn of @slice_ns:
  * that turn's deadline is still the earliest among the queued tasks that
  * may run on @cpu. Tasks pinned elsewhere in the LLC do not count (with
@@ -606,16 +617,14 @@ static u64 turn_cost(const struct task_ctx *tctx, u64 now)
 static bool rr_keep_prev(struct task_ctx *pctx, s32 cpu, u32 llc, u64 now,
 			 u64 slice_ns)
 {
-	u64 vtime = pctx->turn_vtime + turn_cost(pctx, now), dl;
 	struct task_struct *head;
 	u32 seen = 0;
+	u64 dl;
 
 	/* Nothing queued: no iterator (it takes the queue's lock per step). */
 	if (!scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))
 		return true;
-	if (vtime < pctx->vtime)
-		vtime = pctx->vtime;
-	dl = rr_deadline(vtime, slice_ns, pctx->weight);
+	dl = rr_deadline(turn_vtime_now(pctx, now), slice_ns, pctx->weight);
 	bpf_for_each(scx_dsq, head, dsq_id(DSQ_RR, llc), 0) {
 		if (dl <= head->scx.dsq_vtime)
 			return true;
@@ -629,12 +638,17 @@ static bool rr_keep_prev(struct task_ctx *pctx, s32 cpu, u32 llc, u64 now,
 
 /*
  * A turn of @tctx of @slice ns starts now: remember where, for
- * rr_keep_prev(), and how long, for turn_ran_out().
+ * rr_keep_prev(), and how long, for turn_ran_out(). A turn renewed from
+ * ops.dispatch() starts where the one that ends got to, runtime the
+ * kernel's clock has not shown yet included (unseen_ns: charge_lagging());
+ * starting from the charged vtime lost it, up to a tick's worth per
+ * renewal.
  */
 static void turn_begin(struct task_ctx *tctx, u64 now, u64 slice)
 {
 	tctx->turn_start_ns = now;
-	tctx->turn_vtime = tctx->vtime;
+	tctx->turn_vtime = tctx->vtime + vtime_cost(tctx->unseen_ns,
+						    tctx->weight);
 	tctx->turn_slice_ns = slice;
 }
 

@@ -100,7 +100,7 @@ class Daemon:
         return read(self.err_path)
 
 
-def spawn_hog(nice, cpus=None, report=None, prefix=(), cmd=None):
+def spawn_hog(nice, cpus=None, report=None, prefix=(), cmd=None, stdout=None):
     """A CPU hog (or the command `cmd`) at `nice`, optionally pinned, run
     through the command `prefix` (e.g. `chrt`, which execs it); its pid is
     the hog itself.
@@ -117,7 +117,7 @@ def spawn_hog(nice, cpus=None, report=None, prefix=(), cmd=None):
     if cpus is not None:
         def pin():
             os.sched_setaffinity(0, {int(cpus)})
-    return subprocess.Popen(cmd, preexec_fn=pin)
+    return subprocess.Popen(cmd, preexec_fn=pin, stdout=stdout, text=stdout is not None)
 
 
 def wait_for_file(path, timeout=60):
@@ -534,31 +534,45 @@ def scenario_sync_wakeup(out):
     kill_all([hog])
     # A task that sleeps 2 ms and computes 0.3 ms, beside a nice 0 hog on
     # CPU 1: as SCHED_OTHER its wakeups preempt the hog, as SCHED_BATCH
-    # they wait for the hog's turn to end. The wakeup preemptions of each
-    # run are the difference of wake_preempt between stats requests.
-    hog = spawn_hog(0, cpus=1)
-    time.sleep(1)
-    preempts = {}
-    for policy in ("other", "batch"):
+    # they wait for the hog's turn to end. Then one that sleeps 50 ms: the
+    # hog runs on alone between its wakeups, its turn renewed a dozen
+    # times. The wakeup preemptions of each run are the difference of
+    # wake_preempt between stats requests.
+    preempts, wakes, hog = {}, {}, None
+    for name, policy, nap in (("other", "other", "0.002"), ("batch", "batch", "0.002"),
+                              ("long_nap", "other", "0.05")):
+        if name != "batch":
+            kill_all([hog] if hog else [])
+            hog = spawn_hog(0, cpus=1)
+            time.sleep(1)
         before = counter_now("wake_preempt")
-        sleeper = spawn_hog(0, cpus=1, prefix=["chrt", f"--{policy}", "0"], cmd=[PY, "-c", SLEEPER, "4"])
-        sleeper.wait(120)
-        preempts[policy] = counter_now("wake_preempt") - before
+        sleeper = spawn_hog(0, cpus=1, prefix=["chrt", f"--{policy}", "0"],
+                            cmd=[PY, "-c", SLEEPER, "4", nap], stdout=subprocess.PIPE)
+        out_s, _ = sleeper.communicate(timeout=120)
+        preempts[name] = counter_now("wake_preempt") - before
+        wakes[name] = out_s.split()
     kill_all([hog])
     rc = d.stop()
     return {"rc_pair": r["rc"], "out": r["stdout"].split(), "err": r["stderr"][-500:], "rc": rc,
-            "wake_preempts": preempts}
+            "wake_preempts": preempts, "wakes": wakes}
 
 
-# Sleeps 2 ms and computes 0.3 ms, for argv[1] seconds.
+# Sleeps argv[2] s and computes 0.3 ms, for argv[1] seconds; prints the
+# number of wakeups and the median time a wakeup came late, in us.
 SLEEPER = """
 import sys, time
 end = time.monotonic() + float(sys.argv[1])
+nap = float(sys.argv[2])
+late = []
 while time.monotonic() < end:
-    time.sleep(0.002)
+    t0 = time.perf_counter()
+    time.sleep(nap)
+    late.append(time.perf_counter() - t0 - nap)
     t = time.perf_counter() + 0.0003
     while time.perf_counter() < t:
         pass
+late.sort()
+print(len(late), round(late[len(late) // 2] * 1e6))
 """
 
 SLICE_LENGTHS_US = (2000, 3000, 5000)
