@@ -12,7 +12,11 @@ control) runs. PART is one of two, written to OUT_DIR/LABEL.PART.json:
   `wrk -t1 -c10 -d15s --latency` from outside the cgroup: req/s, latency
   percentiles, the cgroup's CPU share (cpu.stat usage_usec);
 - shares: the share of every (quota, period) pair of issue 6 under cpu.max, CPU
-  hogs in one cgroup per pair, from /proc/PID/schedstat.
+  hogs in one cgroup per pair, from /proc/PID/schedstat; then a bursty job
+  within its quota: in a cgroup with each 20% cpu.max, a task that sleeps a
+  period, then computes half a quota, again and again: how long each
+  computation takes (whole periods let it run at once; smooth mode paces it
+  at the limit's rate).
 """
 import json
 import os
@@ -123,6 +127,22 @@ def share_part():
     return res
 
 
+def bursty_part():
+    """Per 20% limit: the times a job of half a quota took, each started a
+    period after the last ended (so no period sees more than half a quota
+    of it), about 8 s of them."""
+    g.make_cgroup("fqb_bursty")
+    res = {}
+    for lim in LIMITS[1:]:
+        q, p = (int(x) for x in lim.split())
+        g.write_cg("fqb_bursty", "cpu.max", lim)
+        res[lim] = {"work_ms": q / 2000,
+                    "took_ms": g.run_bursty("fqb_bursty", q / 2000, p / 1000, max(8, 8_000_000 // p))}
+        print(f"bench: bursty {lim}: {len(res[lim]['took_ms'])} jobs of {q / 2000} ms", flush=True)
+    g.write_cg("fqb_bursty", "cpu.max", "max")
+    return res
+
+
 def main():
     out, label, part, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     g.enable_cpu_controller()
@@ -133,6 +153,7 @@ def main():
     res = {"label": label, "part": part, "args": cmd[1:], "kernel": os.uname().release}
     if part == "shares":
         res["shares"] = share_part()
+        res["bursty"] = bursty_part()
     else:
         res["nginx"] = nginx_part()
     if d:

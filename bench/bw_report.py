@@ -138,6 +138,25 @@ def main():
             s = shares[lb].get(pr)
             cells.append("n/a" if s is None else f"{s:.4f} ({(s - want) / want * 100:+.1f}%)")
         print(f"| {pr} | {want:.3f} | " + " | ".join(cells) + " |")
+    bursty = {lb: parts["shares"]["bursty"] for lb, parts in res.items()
+              if "bursty" in parts.get("shares", {})}
+    if bursty:
+        print("\n## A bursty job within its quota\n")
+        print("In a cgroup with each 20% cpu.max, one task sleeps a period, then computes half a "
+              "quota (so no period sees more than half a quota of it), again and again for about "
+              "8 s, with the rest of the VM idle. Each cell: the median time one computation took, "
+              "its largest, and the median over its CPU time (1.0x: it ran at once).\n")
+        print("| cpu.max | job (CPU ms) | " + " | ".join(NAMES[lb] for lb in bursty) + " |")
+        print("|---|---|" + "---|" * len(bursty))
+        for lim in LIMITS[1:]:
+            work = next(b[lim]["work_ms"] for b in bursty.values() if lim in b)
+            cells = []
+            for lb in bursty:
+                took = bursty[lb].get(lim, {}).get("took_ms") or []
+                m = median(took)
+                cells.append("n/a" if m is None else
+                             f"{m:.1f} ms, max {max(took):.1f} ({m / work:.1f}x)")
+            print(f"| {lim} | {work:g} | " + " | ".join(cells) + " |")
     exits = [f"{lb} {part} exit {r.get('rc')}" for lb, parts in res.items() if lb != "default"
              for part, r in parts.items()]
     clean = all(r.get("rc") == 0 for lb, parts in res.items() if lb != "default" for r in parts.values())

@@ -63,6 +63,15 @@ BW_FN s64 bw_max_debt(const struct bw_limit *l)
  * BW_MIN_SUB_QUOTA_NS (tiny turns cost more than they smooth). The share
  * is unchanged (both are divided by the same k, a relative error below
  * k/quota); the burst is not divided.
+ *
+ * Pace: sub-quotas left unused are saved up to a whole quota (the rest of
+ * one, pace_ns, on top of the sub-quota and the burst), so what a group
+ * did not use it may spend at once, as in a whole period: a job of half a
+ * quota that starts after a quiet period runs through, where paced at the
+ * limit's rate it took 1/share as long (5x at 20%). A busy group saves
+ * nothing and is paced. The long-run share is unchanged (nothing is
+ * granted that a sub-period did not leave unused); a group that was idle
+ * may use up to two quotas in a period's time, as with a burst of a quota.
  */
 BW_FN void bw_smooth(const struct bw_limit *l, u64 max_stall_ns,
 		     struct bw_limit *out)
@@ -80,6 +89,7 @@ BW_FN void bw_smooth(const struct bw_limit *l, u64 max_stall_ns,
 		return;
 	out->quota_ns = l->quota_ns / k;
 	out->period_ns = l->period_ns / k;
+	out->pace_ns = l->quota_ns - out->quota_ns;
 }
 
 /*
@@ -115,13 +125,14 @@ BW_FN void bw_smooth(const struct bw_limit *l, u64 max_stall_ns,
  */
 BW_FN void bw_refill(struct bw_bucket *b, u64 now, const struct bw_limit *l)
 {
-	u64 n, room, keep = 0, most, window, cap = l->quota_ns + l->burst_ns;
+	u64 save = l->burst_ns + l->pace_ns, n, room, keep = 0, most, window;
+	u64 cap = l->quota_ns + save;
 	s64 drawn, used, left;
 	int owing;
 
 	if (!b->period_start_ns) {
 		b->period_start_ns = now;
-		b->tokens_ns = l->quota_ns;
+		b->tokens_ns = l->quota_ns + l->pace_ns;	/* a whole quota */
 		b->snap_ns = b->tokens_ns;
 		return;
 	}
@@ -138,16 +149,20 @@ BW_FN void bw_refill(struct bw_bucket *b, u64 now, const struct bw_limit *l)
 	if (!n)
 		return;
 	b->period_start_ns += n * l->period_ns;
-	/* Saved quota drawn on (overrun into debt is not a burst). */
+	/*
+	 * Saved quota drawn on (overrun into debt is not a burst, nor what
+	 * smooth mode saves of a quota: pace_ns).
+	 */
 	drawn = b->snap_ns - b->tokens_ns;
 	used = drawn > b->snap_ns ? b->snap_ns : drawn;
-	if (used > (s64)(l->quota_ns + b->carry_ns)) {
+	if (used > (s64)(l->quota_ns + l->pace_ns + b->carry_ns)) {
 		b->nr_bursts++;
-		b->burst_ns += (u64)used - l->quota_ns - b->carry_ns;
+		b->burst_ns += (u64)used - l->quota_ns - l->pace_ns -
+			       b->carry_ns;
 	}
 	/*
-	 * What the cap would drop, at most a quota (the burst saves the
-	 * rest); a hungry period's tokens also when its tasks' turn came only
+	 * What the cap would drop, at most a quota (the burst and the pace
+	 * save the rest); a hungry period's tokens also when its tasks' turn came only
 	 * whole periods later (n > 1: the periods in between went unused);
 	 * all of an owed bucket's, whose periods count from the one its debt
 	 * is paid in.
@@ -160,7 +175,7 @@ BW_FN void bw_refill(struct bw_bucket *b, u64 now, const struct bw_limit *l)
 	      (b->hungry || (n == 1 && drawn >= (s64)l->quota_ns)))) &&
 	    n <= window) {
 		left = b->tokens_ns + (s64)((n - 1) * l->quota_ns) -
-		       (s64)l->burst_ns;
+		       (s64)save;
 		most = owing ? window * l->quota_ns : l->quota_ns;
 		if (left > 0)
 			keep = (u64)left < most ? (u64)left : most;

@@ -256,6 +256,7 @@ struct bw_limit {
 	u64 quota_ns;		/* runtime per period for the whole group */
 	u64 period_ns;
 	u64 burst_ns;		/* unused quota that may be saved (cpu.max.burst) */
+	u64 pace_ns;		/* smooth mode: unused sub-quotas saved too (bw_smooth()) */
 };
 
 /* A limited cgroup's usage, as the daemon reads it from "cgroup_states". */

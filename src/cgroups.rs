@@ -260,6 +260,7 @@ fn limit_bytes(l: &Limited) -> Vec<u8> {
         quota_ns: l.limit.quota_us * ns,
         period_ns: l.limit.period_us * ns,
         burst_ns: l.limit.burst_us * ns,
+        pace_ns: 0,
     };
     config::as_bytes(&v).to_vec()
 }

@@ -11,7 +11,7 @@
 #define MS (1000ULL * 1000)
 
 /* A limit without burst, as a pointer for the bucket functions. */
-#define L(q, p) (&(struct bw_limit){ (q), (p), 0 })
+#define L(q, p) (&(struct bw_limit){ .quota_ns = (q), .period_ns = (p) })
 
 static int passed, failed;
 
@@ -132,18 +132,18 @@ static u64 next_random(u64 *seed)
  * else), so runs may cross period boundaries or miss a period's tokens. Return the
  * hog's long-run share.
  */
-static double simulate_share(u64 quota, u64 period, u64 max_delay)
+static double simulate_share_of(const struct bw_limit *l, u64 max_delay)
 {
 	const u64 tick = 4 * MS, end = 10000 * MS;
 	struct bw_bucket b = { 0 };
 	u64 now = 1, ran = 0, seed = 12345, delay;
 
 	while (now < end) {
-		bw_refill(&b, now, L(quota, period));
+		bw_refill(&b, now, l);
 		if (bw_throttled(&b)) {
 			/* the release brings the bucket to its period */
-			now = bw_release_at(&b, L(quota, period));
-			bw_refill(&b, now, L(quota, period));
+			now = bw_release_at(&b, l);
+			bw_refill(&b, now, l);
 			delay = next_random(&seed);
 			if (max_delay)
 				now += delay % max_delay;
@@ -154,11 +154,16 @@ static double simulate_share(u64 quota, u64 period, u64 max_delay)
 		/* run until the first tick at which the slice has expired */
 		while (run < slice)
 			run += tick - ((now + run) % tick);
-		bw_charge_span(&b, now, now + run, L(quota, period));
+		bw_charge_span(&b, now, now + run, l);
 		ran += run;
 		now += run;
 	}
 	return (double)ran / (double)end;
+}
+
+static double simulate_share(u64 quota, u64 period, u64 max_delay)
+{
+	return simulate_share_of(L(quota, period), max_delay);
 }
 
 static void check_share(double share, double want)
@@ -405,7 +410,7 @@ static void park_accounts_throttled_time(void)
 /* cpu.max.burst: idle periods save up to the burst, used beyond a quota. */
 static void burst_saves_unused_quota(void)
 {
-	const struct bw_limit l = { 2 * MS, 10 * MS, 3 * MS };
+	const struct bw_limit l = { .quota_ns = 2 * MS, .period_ns = 10 * MS, .burst_ns = 3 * MS };
 	struct bw_bucket b = { 0 };
 
 	bw_refill(&b, 1, &l);
@@ -450,7 +455,7 @@ static void burst_saves_unused_quota(void)
  */
 static void burst_drawn_late_is_counted_whole(void)
 {
-	const struct bw_limit l = { 20 * MS, 100 * MS, 20 * MS };
+	const struct bw_limit l = { .quota_ns = 20 * MS, .period_ns = 100 * MS, .burst_ns = 20 * MS };
 	struct bw_bucket b = { 0 };
 
 	bw_refill(&b, 1, &l);
@@ -492,10 +497,76 @@ static void smooth_divides_long_periods(void)
 	check_share(simulate_share(out.quota_ns, out.period_ns, 0), 0.20);
 }
 
+/*
+ * Smooth mode saves unused sub-quotas up to a whole quota (pace_ns): a job
+ * of half a quota after a quiet period runs through; a busy bucket gets
+ * the share; what a bucket that was idle may use in a period's time is at
+ * most two quotas.
+ */
+static void smooth_saves_up_to_a_quota(void)
+{
+	struct bw_limit l, lb;
+	struct bw_bucket b = { 0 };
+	u64 now = 1, used = 0, t;
+	int i, dry = 0;
+
+	bw_smooth(L(20 * MS, 100 * MS), 5 * MS, &l);
+	CHECK(l.quota_ns == 1 * MS && l.period_ns == 5 * MS &&
+	      l.pace_ns == 19 * MS);
+	/* the first period has a whole quota, as without smoothing */
+	bw_refill(&b, now, &l);
+	CHECK(b.tokens_ns == 20 * (s64)MS);
+	/* a 10 ms job every 100 ms: each runs through, no burst counted */
+	for (i = 0; i < 50; i++) {
+		now += 100 * MS;
+		for (t = 0; t < 10; t++)
+			dry |= bw_charge_span(&b, now + t * MS,
+					      now + (t + 1) * MS, &l);
+		now += 10 * MS;
+	}
+	CHECK(!dry);
+	CHECK(b.nr_bursts == 0 && b.nr_throttled == 0);
+	/*
+	 * busy: the share, after the whole quota of the first period (the
+	 * simulation runs 10 s from the bucket's start)
+	 */
+	check_share(simulate_share_of(&l, 0) - 20.0 / 10000, 0.20);
+	bw_smooth(L(200 * MS, 1000 * MS), 5 * MS, &l);
+	check_share(simulate_share_of(&l, 0) - 200.0 / 10000, 0.20);
+	/*
+	 * busy 300 ms, idle 200 ms, for 10 s: at most the rate plus a quota;
+	 * each busy stretch gets what the idle one saved (a quota: 20 ms) and
+	 * the rate (60 ms)
+	 */
+	bw_smooth(L(20 * MS, 100 * MS), 5 * MS, &l);
+	memset(&b, 0, sizeof(b));
+	for (now = 1; now < 10000 * MS; now += 200 * MS) {
+		for (t = now + 300 * MS; now < t; now += MS) {
+			bw_refill(&b, now, &l);
+			if (bw_throttled(&b))
+				continue;
+			bw_charge_span(&b, now, now + MS, &l);
+			used += MS;
+		}
+	}
+	CHECK(used <= 10000 * MS / 5 + 20 * MS);
+	CHECK(used >= 20 * 80 * MS * 95 / 100);
+	/* a burst is counted beyond the saved quota only */
+	lb = (struct bw_limit){ .quota_ns = 20 * MS, .period_ns = 100 * MS, .burst_ns = 20 * MS };
+	bw_smooth(&lb, 5 * MS, &l);
+	memset(&b, 0, sizeof(b));
+	bw_refill(&b, 1, &l);
+	bw_refill(&b, 1 + 1000 * MS, &l);
+	CHECK(b.tokens_ns == 40 * (s64)MS);
+	bw_charge(&b, 40 * MS, &l);
+	bw_refill(&b, 1 + 1005 * MS, &l);
+	CHECK(b.nr_bursts == 1 && b.burst_ns == 20 * MS);
+}
+
 /* Per-CPU slices: never so large that the CPUs together hide a dry bucket. */
 static void cpu_slices_stay_within_the_quota(void)
 {
-	struct bw_limit big = { 6400 * MS, 100 * MS, 0 };
+	struct bw_limit big = { .quota_ns = 6400 * MS, .period_ns = 100 * MS, .burst_ns = 0 };
 	u32 n;
 
 	/* CFS's 5 ms at most; a quarter of the quota over all CPUs */
@@ -537,6 +608,7 @@ int main(void)
 	burst_saves_unused_quota();
 	burst_drawn_late_is_counted_whole();
 	smooth_divides_long_periods();
+	smooth_saves_up_to_a_quota();
 	cpu_slices_stay_within_the_quota();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

@@ -1329,6 +1329,35 @@ def start_group_hogs(pairs, prefix):
     return hogs
 
 
+# Sleeps argv[2] s, then computes argv[1] s of CPU time, argv[3] times;
+# prints how long each computation took (wall clock, s).
+BURSTY = """
+import sys, time
+work, gap, n = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+took = []
+for _ in range(n):
+    time.sleep(gap)
+    t0, c0 = time.monotonic(), time.process_time()
+    while time.process_time() - c0 < work:
+        pass
+    took.append(time.monotonic() - t0)
+print(" ".join(f"{x:.6f}" for x in took))
+"""
+
+
+def run_bursty(rel, work_ms, gap_ms, n):
+    """Run BURSTY in cgroup `rel`: n jobs of work_ms CPU time, each after
+    gap_ms of sleep. Return how long each took (ms)."""
+    procs = os.path.join(CG, rel, "cgroup.procs")
+
+    def join():
+        with open(procs, "w") as f:
+            f.write("0")
+    r = subprocess.run([PY, "-c", BURSTY, str(work_ms / 1000), str(gap_ms / 1000), str(n)],
+                       preexec_fn=join, capture_output=True, text=True, timeout=300)
+    return [float(x) * 1000 for x in r.stdout.split()]
+
+
 def scenario_cgroup_exact(out):
     """Every (Q,P) pair of the issue, from --cgroup and from cpu.max, each
     measured over 12 s (>= 10 periods of the longest); cpu.max.burst after
@@ -1411,6 +1440,16 @@ def scenario_cgroup_exact(out):
     kill_all([h])
     res["rc_fine"] = d.stop()
     res["fine_row"] = last_row(d.stdout(), "fqx_fine")
+
+    # A bursty job under smooth mode: 10 ms of CPU after each 100 ms of
+    # sleep, in a 20000/100000 group paced over 5 ms (1 ms a sub-period).
+    # The sub-periods it sleeps through save up to a quota (bw_smooth()),
+    # so each job runs through as in a whole period.
+    make_cgroup("fqx_bursty")
+    d = Daemon(out, "exact-bursty", ["--max-stall-us", "5000",
+                                     "--cgroup", "fqx_bursty=20000/100000"])
+    res["bursty_took"] = run_bursty("fqx_bursty", 10, 100, 30)
+    res["rc_bursty"] = d.stop()
     return res
 
 
