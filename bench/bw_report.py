@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 LABELS = ["default", "fairquota", "smooth-5ms", "smooth-10ms"]
 NAMES = {"default": "default (CFS bandwidth)", "fairquota": "scx_fairquota (whole periods)",
          "smooth-5ms": "scx_fairquota smooth, --max-stall-us 5000",
-         "smooth-10ms": "scx_fairquota smooth, --max-stall-us 10000"}
+         "smooth-10ms": "scx_fairquota smooth, --max-stall-us 10000 (the default)"}
 LIMITS = ["200000 1000000", "20000 100000", "2000 10000"]
 
 
@@ -148,7 +148,7 @@ def main():
               "its largest, and the median over its CPU time (1.0x: it ran at once).\n")
         print("| cpu.max | job (CPU ms) | " + " | ".join(NAMES[lb] for lb in bursty) + " |")
         print("|---|---|" + "---|" * len(bursty))
-        for lim in LIMITS[1:]:
+        for lim in LIMITS:
             work = next(b[lim]["work_ms"] for b in bursty.values() if lim in b)
             cells = []
             for lb in bursty:

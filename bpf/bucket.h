@@ -64,14 +64,16 @@ BW_FN s64 bw_max_debt(const struct bw_limit *l)
  * is unchanged (both are divided by the same k, a relative error below
  * k/quota); the burst is not divided.
  *
- * Pace: sub-quotas left unused are saved up to a whole quota (the rest of
- * one, pace_ns, on top of the sub-quota and the burst), so what a group
- * did not use it may spend at once, as in a whole period: a job of half a
- * quota that starts after a quiet period runs through, where paced at the
- * limit's rate it took 1/share as long (5x at 20%). A busy group saves
+ * Pace: sub-quotas left unused are saved up to half a quota (pace_ns on
+ * top of the sub-quota, and the burst), so what a group did not use it
+ * may spend at once, as in a whole period: a job of half a quota that
+ * starts after a quiet period runs through, where paced at the limit's
+ * rate it took about 1/share as long (4-5x at 20%). A busy group saves
  * nothing and is paced. The long-run share is unchanged (nothing is
  * granted that a sub-period did not leave unused); a group that was idle
- * may use up to two quotas in a period's time, as with a burst of a quota.
+ * may use up to 1.5 quotas in a period's time. A whole quota saved (what
+ * CFS's worst case allows) put nginx, idle 2 s before each 15 s run, at
+ * 21.2-21.3% of a CPU under a 200 ms/1 s limit.
  */
 BW_FN void bw_smooth(const struct bw_limit *l, u64 max_stall_ns,
 		     struct bw_limit *out)
@@ -89,7 +91,7 @@ BW_FN void bw_smooth(const struct bw_limit *l, u64 max_stall_ns,
 		return;
 	out->quota_ns = l->quota_ns / k;
 	out->period_ns = l->period_ns / k;
-	out->pace_ns = l->quota_ns - out->quota_ns;
+	out->pace_ns = l->quota_ns / 2 - out->quota_ns;	/* k >= 2 */
 }
 
 /*
@@ -132,7 +134,7 @@ BW_FN void bw_refill(struct bw_bucket *b, u64 now, const struct bw_limit *l)
 
 	if (!b->period_start_ns) {
 		b->period_start_ns = now;
-		b->tokens_ns = l->quota_ns + l->pace_ns;	/* a whole quota */
+		b->tokens_ns = l->quota_ns + l->pace_ns;	/* all it may save */
 		b->snap_ns = b->tokens_ns;
 		return;
 	}

@@ -498,10 +498,10 @@ static void smooth_divides_long_periods(void)
 }
 
 /*
- * Smooth mode saves unused sub-quotas up to a whole quota (pace_ns): a job
+ * Smooth mode saves unused sub-quotas up to half a quota (pace_ns): a job
  * of half a quota after a quiet period runs through; a busy bucket gets
  * the share; what a bucket that was idle may use in a period's time is at
- * most two quotas.
+ * most 1.5 quotas.
  */
 static void smooth_saves_up_to_a_quota(void)
 {
@@ -512,10 +512,10 @@ static void smooth_saves_up_to_a_quota(void)
 
 	bw_smooth(L(20 * MS, 100 * MS), 5 * MS, &l);
 	CHECK(l.quota_ns == 1 * MS && l.period_ns == 5 * MS &&
-	      l.pace_ns == 19 * MS);
-	/* the first period has a whole quota, as without smoothing */
+	      l.pace_ns == 9 * MS);
+	/* a new bucket starts with all it may save: half a quota */
 	bw_refill(&b, now, &l);
-	CHECK(b.tokens_ns == 20 * (s64)MS);
+	CHECK(b.tokens_ns == 10 * (s64)MS);
 	/* a 10 ms job every 100 ms: each runs through, no burst counted */
 	for (i = 0; i < 50; i++) {
 		now += 100 * MS;
@@ -527,16 +527,16 @@ static void smooth_saves_up_to_a_quota(void)
 	CHECK(!dry);
 	CHECK(b.nr_bursts == 0 && b.nr_throttled == 0);
 	/*
-	 * busy: the share, after the whole quota of the first period (the
+	 * busy: the share, after the half quota it starts with (the
 	 * simulation runs 10 s from the bucket's start)
 	 */
-	check_share(simulate_share_of(&l, 0) - 20.0 / 10000, 0.20);
+	check_share(simulate_share_of(&l, 0) - 10.0 / 10000, 0.20);
 	bw_smooth(L(200 * MS, 1000 * MS), 5 * MS, &l);
-	check_share(simulate_share_of(&l, 0) - 200.0 / 10000, 0.20);
+	check_share(simulate_share_of(&l, 0) - 100.0 / 10000, 0.20);
 	/*
-	 * busy 300 ms, idle 200 ms, for 10 s: at most the rate plus a quota;
-	 * each busy stretch gets what the idle one saved (a quota: 20 ms) and
-	 * the rate (60 ms)
+	 * busy 300 ms, idle 200 ms, for 10 s: at most the rate plus half a
+	 * quota; each busy stretch gets what the idle one saved (half a
+	 * quota: 10 ms) and the rate (60 ms)
 	 */
 	bw_smooth(L(20 * MS, 100 * MS), 5 * MS, &l);
 	memset(&b, 0, sizeof(b));
@@ -549,16 +549,16 @@ static void smooth_saves_up_to_a_quota(void)
 			used += MS;
 		}
 	}
-	CHECK(used <= 10000 * MS / 5 + 20 * MS);
-	CHECK(used >= 20 * 80 * MS * 95 / 100);
+	CHECK(used <= 10000 * MS / 5 + 10 * MS);
+	CHECK(used >= 20 * 70 * MS * 95 / 100);
 	/* a burst is counted beyond the saved quota only */
 	lb = (struct bw_limit){ .quota_ns = 20 * MS, .period_ns = 100 * MS, .burst_ns = 20 * MS };
 	bw_smooth(&lb, 5 * MS, &l);
 	memset(&b, 0, sizeof(b));
 	bw_refill(&b, 1, &l);
 	bw_refill(&b, 1 + 1000 * MS, &l);
-	CHECK(b.tokens_ns == 40 * (s64)MS);
-	bw_charge(&b, 40 * MS, &l);
+	CHECK(b.tokens_ns == 30 * (s64)MS);
+	bw_charge(&b, 30 * MS, &l);
 	bw_refill(&b, 1 + 1005 * MS, &l);
 	CHECK(b.nr_bursts == 1 && b.burst_ns == 20 * MS);
 }

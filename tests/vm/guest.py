@@ -1200,8 +1200,11 @@ def scenario_cgroups(out):
     kernel["rows"] = cgroup_rows(d.stdout(), "fq_k")
     res["kernel"] = kernel
 
+    # Whole periods: the per-CPU slices are checked where the bucket has
+    # room for them. Paced in 10 ms sub-periods, a busy group's tokens stay
+    # under a sub-quota, and most charges take the lock (11% held).
     res["fq_b"], res["rc_multi"], res["fq_b_totals"] = group_under_daemon(
-        out, "cgroups-multi", ["--cgroup", "fq_b=150000/100000"], "fq_b", 2, 10)
+        out, "cgroups-multi", ["--cgroup", "fq_b=150000/100000", "--max-stall-us", "0"], "fq_b", 2, 10)
     return res
 
 
@@ -1378,7 +1381,9 @@ def scenario_cgroup_exact(out):
     make_cgroup("fqx_burst")
     write_cg("fqx_burst", "cpu.max", "20000 100000")
     write_cg("fqx_burst", "cpu.max.burst", "20000")
-    d = Daemon(out, "exact-cli", args + ["--stats-interval", "2"])
+    # Whole periods here (smoothing is on by default): the burst as cgroup
+    # v2 defines it, and the stretch of a throttled 1 s period.
+    d = Daemon(out, "exact-cli", args + ["--stats-interval", "2", "--max-stall-us", "0"])
     hogs = start_group_hogs(cli, "fqx_cli")
     # The burst group: a shell that runs a moment (the group's bucket
     # starts), sleeps 2 s (20 idle periods: the burst is saved), then spins.
@@ -1392,7 +1397,8 @@ def scenario_cgroup_exact(out):
     res["strict_1s_row"] = last_row(d.stdout(), "fqx_cli_200000_1000000")
     res["burst_row"] = last_row(d.stdout(), "fqx_burst")
 
-    # cpu.max: every pair, written before the scheduler starts.
+    # cpu.max: every pair, written before the scheduler starts, under the
+    # default smoothing (10 ms sub-periods for the longer periods).
     for q, p, _ in PAIRS:
         make_cgroup(f"fqx_k_{q}_{p}")
         write_cg(f"fqx_k_{q}_{p}", "cpu.max", f"{q} {p}")
@@ -1443,7 +1449,7 @@ def scenario_cgroup_exact(out):
 
     # A bursty job under smooth mode: 10 ms of CPU after each 100 ms of
     # sleep, in a 20000/100000 group paced over 5 ms (1 ms a sub-period).
-    # The sub-periods it sleeps through save up to a quota (bw_smooth()),
+    # The sub-periods it sleeps through save up to half a quota (bw_smooth()),
     # so each job runs through as in a whole period.
     make_cgroup("fqx_bursty")
     d = Daemon(out, "exact-bursty", ["--max-stall-us", "5000",
