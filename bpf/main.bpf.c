@@ -354,37 +354,37 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 {
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	u32 llc = llc_of(cpu);
-	u64 slice = task_slice(pctx, cfg, cpu, llc), step = cfg->slice_ns, cost;
+	u64 slice = task_slice(pctx, cfg, cpu, llc), step = turn_cost(pctx, now);
 
-	/*
-	 * A renewed turn moves the LLC's clock too, as far as the task's own
-	 * vtime moved in the turn that ends. Moved only at starts, the clock
-	 * stayed where a task running on alone had started, and a task that
-	 * joined later (forked, woken) was placed that far behind it: after 3
-	 * s alone, a hog got 3% of its CPU for seconds beside a newcomer.
-	 */
-	if (pctx->class == CLASS_RR) {
-		cost = turn_cost(pctx, now);
-		if (cost > step)
-			step = cost;
-		advance_llc_clock(llc, turn_vtime_now(pctx, now), step);
-	}
 	scx_bpf_task_set_slice(prev, slice);
 	pctx->ran_out = turn_ran_out(pctx, now);
 	turn_begin(pctx, now, slice);
 	pctx->to_tail = false;	/* a yield with nothing else to run is over */
-	if (cctx) {
-		/* A timer armed for the turn that ends is void. */
-		cctx->turn++;
+	if (pctx->class == CLASS_RR) {
+		/*
+		 * The renewed turn starts where the one that ends got to
+		 * (turn_begin()). The LLC's clock moves too, as far as the
+		 * task's vtime moved in that turn: moved only at starts, it
+		 * stayed where a task running on alone had started, and a
+		 * task that joined later (forked, woken) was placed that far
+		 * behind it (after 3 s alone, a hog got 3% of its CPU for
+		 * seconds beside a newcomer).
+		 */
+		advance_llc_clock(llc, pctx->turn_vtime,
+				  step > cfg->slice_ns ? step : cfg->slice_ns);
 		/*
 		 * Wakeups weigh their claim against the renewed turn's
 		 * deadline. Left at the first turn's, a hog that ran on
 		 * alone kept a deadline from long ago, and no waking task
 		 * could preempt it: each waited for the hog's slice to end.
 		 */
-		if (pctx->class == CLASS_RR)
+		if (cctx)
 			cctx->curr_deadline = rr_deadline(pctx->turn_vtime,
 							  slice, pctx->weight);
+	}
+	if (cctx) {
+		/* A timer armed for the turn that ends is void. */
+		cctx->turn++;
 		arm_slice_timer(cctx, pctx, slice, llc, cfg);
 	}
 }
