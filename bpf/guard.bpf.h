@@ -15,9 +15,10 @@
  *
  * Bounds: an RR task waits at most the longer of guard_ns and
  * RR_GUARD_MAX_NS (1 s; guard_ns if its turn is next in the RR order) +
- * one tick (the re-arm) + one timer interval (<= 20 ms) + one tick + the
- * turns of the urgent tasks ahead of it; a FIFO task the same with
- * FIFO_MAX_WAIT_NS instead. The urgent queue drains at one turn per CPU
+ * one tick (the re-arm) + one timer interval (<= 20 ms; AGE_FULL_NS,
+ * 250 ms, for a task that is not among the queue's first AGE_SCAN_TASKS)
+ * + one tick + the turns of the urgent tasks ahead of it; a FIFO task the
+ * same with FIFO_MAX_WAIT_NS instead. The urgent queue drains at one turn per CPU
  * per slice, so with R tasks urgent at once on C CPUs the last waits
  * about R * slice / C more. Nothing depends on the number of tasks, FIFO
  * hogs or options beyond that.
@@ -51,7 +52,7 @@ struct age_bound {
  * Move every task of queue @kind of @llc that is overdue by @b to the
  * LLC's URGENT queue: one whose key (p->scx.dsq_vtime) is within
  * window_ns of the queue's head and that has waited near_ns, or any that
- * has waited far_ns. Return the number moved.
+ * has waited far_ns.
  *
  * RR (deadline order): near guard_ns within a slice of the head's
  * deadline, far the longer of guard_ns and RR_GUARD_MAX_NS. Behind FIFO
@@ -63,21 +64,43 @@ struct age_bound {
  * at guard_ns whatever their deadline, 20 nice 10 hogs beside 20 nice 0
  * hogs on one CPU got 28% of it instead of 9.7%.
  * FIFO (arrival order, no key): near and far both FIFO_MAX_WAIT_NS.
+ *
+ * Unless @full, the walk stops at the first AGE_SCAN_TASKS tasks and, in
+ * RR, at the first task beyond the window, which only the far bound can
+ * move: an LLC timer run (which also comes at every release of parked
+ * tasks) so costs O(1) however many tasks wait; a walk of the whole queue
+ * (its iterator takes the queue's lock per step, contending with every
+ * CPU of the LLC) comes once every AGE_FULL_NS. The near tasks an RR
+ * walk cannot reach wait for those ahead to move (AGE_SCAN_TASKS per
+ * run), or the full walk. Return the number of tasks looked at.
  */
-static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, u64 now)
+/*
+ * AGE_SCAN_TASKS as data: the verifier does not know its value, so it
+ * does not follow age_queue()'s loop once per count (with the constant
+ * the program was too large to load).
+ */
+static volatile u32 age_scan_tasks = AGE_SCAN_TASKS;
+
+static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, u64 now,
+		     bool full)
 {
+	bool first = true, keyed = b->near_ns < b->far_ns;
 	struct task_struct *p;
-	bool first = true;
 	u64 head = 0, since;
-	u32 moved = 0;
+	u32 seen = 0;
 
 	bpf_for_each(scx_dsq, p, dsq_id(kind, llc), 0) {
-		struct task_ctx *tctx = try_lookup_task_ctx(p);
+		struct task_ctx *tctx;
 
 		if (first) {
 			head = p->scx.dsq_vtime;
 			first = false;
 		}
+		if (!full && (seen >= age_scan_tasks ||
+			      (keyed && p->scx.dsq_vtime > head + b->window_ns)))
+			break;
+		seen++;
+		tctx = try_lookup_task_ctx(p);
 		if (!tctx)
 			continue;
 		since = READ_ONCE(tctx->enq_at_ns);
@@ -92,18 +115,20 @@ static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, u64 now)
 			stat_inc(b->cnt_idx);
 			trace_task(TRACE_GUARD, p, tctx, 0, now);
 			kick_idle_cpu(p, llc);
-			moved++;
 		}
 	}
-	return moved;
+	return seen;
 }
 
 /*
- * Age both class queues of @llc. An idle CPU is woken for each task made
+ * Age both class queues of @llc (@lctx): their heads at every run, all of
+ * them once every AGE_FULL_NS. An idle CPU is woken for each task made
  * urgent; busy CPUs notice the urgent queue at their next tick.
  */
-static void guard_scan(u32 llc, const struct fq_config *cfg, u64 now)
+static void guard_scan(struct llc_ctx *lctx, u32 llc,
+		       const struct fq_config *cfg, u64 now)
 {
+	bool full = once_per(&lctx->age_full_at_ns, now, AGE_FULL_NS);
 	struct age_bound rr = {
 		.near_ns = cfg->guard_ns,
 		.far_ns = cfg->guard_ns > RR_GUARD_MAX_NS ? cfg->guard_ns :
@@ -117,8 +142,9 @@ static void guard_scan(u32 llc, const struct fq_config *cfg, u64 now)
 		.cnt_idx = CNT_FIFO_ROTATE,
 	};
 
-	age_queue(DSQ_RR, llc, &rr, now);
-	age_queue(DSQ_FIFO, llc, &fifo, now);
+	stat_inc(CNT_GUARD_RUN);
+	stat_add(CNT_GUARD_LOOK, age_queue(DSQ_RR, llc, &rr, now, full) +
+				 age_queue(DSQ_FIFO, llc, &fifo, now, full));
 }
 
 /* Return true if a task waits on @llc's class or urgent queues. */

@@ -95,6 +95,13 @@ enum consts {
 	SCAN_MAX_NS		= 20ULL * 1000 * 1000,
 	/* ... while the LLC is quiet (a backstop; a busy tick re-arms it). */
 	SCAN_QUIET_NS		= 1000ULL * 1000 * 1000,
+	/*
+	 * The guard's walk of a class queue (age_queue()): at most
+	 * AGE_SCAN_TASKS from its head per timer run, and all of it once
+	 * every AGE_FULL_NS, so a run costs O(1) whatever the queue's length.
+	 */
+	AGE_SCAN_TASKS		= 64,
+	AGE_FULL_NS		= 250ULL * 1000 * 1000,
 
 	/*
 	 * Kernel watchdog: a runnable task not run for this long ejects the
@@ -217,6 +224,8 @@ enum counter_idx {
 	CNT_CG_GONE,		/* a limited cgroup left the cpu controller: dropped */
 	CNT_LLC_STEAL,		/* a CPU took RR or urgent work from another LLC */
 	CNT_HINT_SKIP,		/* another LLC's queue skipped on its work hint */
+	CNT_GUARD_RUN,		/* a guard run aged an LLC's queues (guard_scan()) */
+	CNT_GUARD_LOOK,		/* a queued task the guard looked at */
 	NR_COUNTERS,
 };
 

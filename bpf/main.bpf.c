@@ -69,7 +69,7 @@
  * guard_ns and whose turn is next in the RR order (its deadline within a
  * slice of the queue's head), every other RR task that has waited 1 s
  * (RR_GUARD_MAX_NS), and every FIFO task that has waited FIFO_MAX_WAIT_NS
- * (1 s), to the URGENT queue, which every CPU of the LLC serves first; a
+ * (1 s; both of these found within AGE_FULL_NS more), to the URGENT queue, which every CPU of the LLC serves first; a
  * running task gives way at its next tick unless the only urgent task may
  * not run on its CPU. Behind FIFO work the guard so serves RR tasks in
  * their weighted order, and a light task waiting its fair turn on a
@@ -151,8 +151,10 @@
  * A wakeup that may preempt, with no CPU idle and its own CPU's turn not
  * preemptible, reads at most PREEMPT_SCAN_CPUS (16) cpu_ctx of its LLC
  * for a turn to preempt; a requeue reads none (queues.bpf.h).
- * The housekeeping timer walks
- * its LLC's queued tasks every guard/4: O(queued tasks) per LLC. A
+ * The housekeeping timer looks at the
+ * first AGE_SCAN_TASKS (64) tasks of each class queue of its LLC at each
+ * run, and walks them all once every AGE_FULL_NS (250 ms): O(queued
+ * tasks) per LLC four times a second, however often releases run it. A
  * limited cgroup costs a hash entry, a timer and a DSQ; its timer runs
  * when the group has parked tasks, at its releases. Once a second one
  * LLC timer looks at every limited cgroup for a lost release timer
@@ -414,7 +416,7 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 	rel = release_due(llc, &cfg, now);
 	cg_timers_setup();
 	cg_sweep(now);
-	guard_scan(llc, &cfg, now);
+	guard_scan(lctx, llc, &cfg, now);
 	if (nr_llcs > 1)
 		pull_rr_work(llc, &cfg);
 	llc_hints_refresh(llc);

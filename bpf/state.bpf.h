@@ -213,7 +213,7 @@ struct llc_ctx {
 	u64 last_run_ns;	/* when its timer last ran (llc_sweep()) */
 	u64 want_ns;		/* earliest release of a task being parked
 				 * on THROTTLED (timer_want()) */
-	u64 __pad[1];
+	u64 age_full_at_ns;	/* next full walk of its queues (guard_scan()) */
 };
 
 struct {
@@ -265,14 +265,19 @@ struct {
 	__type(value, struct counters);
 } counters SEC(".maps");
 
-static void stat_inc(u32 idx)
+static void stat_add(u32 idx, u64 n)
 {
 	struct counters *c;
 	u32 zero = 0;
 
 	c = bpf_map_lookup_elem(&counters, &zero);
 	if (c && idx < NR_COUNTERS)
-		c->cnt[idx]++;
+		c->cnt[idx] += n;
+}
+
+static void stat_inc(u32 idx)
+{
+	stat_add(idx, 1);
 }
 
 #endif /* __FAIRQUOTA_STATE_BPF_H */

@@ -245,6 +245,10 @@ pub struct Metrics {
     pub llc_steal: u64,
     #[stat(desc = "other LLCs' queues a CPU about to go idle passed over on their work hint")]
     pub hint_skip: u64,
+    #[stat(desc = "housekeeping runs of the starvation guard (per LLC)")]
+    pub guard_runs: u64,
+    #[stat(desc = "queued tasks the guard looked at (its first 64 per queue a run, all 4 times a second)")]
+    pub guard_looked: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -312,6 +316,8 @@ impl Metrics {
             ("cg_gone", &mut self.cg_gone),
             ("llc_steal", &mut self.llc_steal),
             ("hint_skip", &mut self.hint_skip),
+            ("guard_runs", &mut self.guard_runs),
+            ("guard_looked", &mut self.guard_looked),
         ]
     }
 
