@@ -16,7 +16,7 @@
  * Bounds: an RR task waits at most the longer of guard_ns and
  * RR_GUARD_MAX_NS (1 s; guard_ns if its turn is next in the RR order) +
  * one tick (the re-arm) + one timer interval (<= 20 ms; AGE_FULL_NS,
- * 250 ms, for a task that is not among the queue's first AGE_SCAN_TASKS)
+ * 250 ms, for a task that is not among the queue's first WALK_TASKS)
  * + one tick + the turns of the urgent tasks ahead of it; a FIFO task the
  * same with FIFO_MAX_WAIT_NS instead. The urgent queue drains at one turn per CPU
  * per slice, so with R tasks urgent at once on C CPUs the last waits
@@ -65,22 +65,15 @@ struct age_bound {
  * hogs on one CPU got 28% of it instead of 9.7%.
  * FIFO (arrival order, no key): near and far both FIFO_MAX_WAIT_NS.
  *
- * Unless @full, the walk stops at the first AGE_SCAN_TASKS tasks and, in
+ * Unless @full, the walk stops at the first WALK_TASKS tasks and, in
  * RR, at the first task beyond the window, which only the far bound can
  * move: an LLC timer run (which also comes at every release of parked
  * tasks) so costs O(1) however many tasks wait; a walk of the whole queue
  * (its iterator takes the queue's lock per step, contending with every
  * CPU of the LLC) comes once every AGE_FULL_NS. The near tasks an RR
- * walk cannot reach wait for those ahead to move (AGE_SCAN_TASKS per
+ * walk cannot reach wait for those ahead to move (WALK_TASKS per
  * run), or the full walk. Return the number of tasks looked at.
  */
-/*
- * AGE_SCAN_TASKS as data: the verifier does not know its value, so it
- * does not follow age_queue()'s loop once per count (with the constant
- * the program was too large to load).
- */
-static volatile u32 age_scan_tasks = AGE_SCAN_TASKS;
-
 static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, u64 now,
 		     bool full)
 {
@@ -96,7 +89,7 @@ static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, u64 now,
 			head = p->scx.dsq_vtime;
 			first = false;
 		}
-		if (!full && (seen >= age_scan_tasks ||
+		if (!full && (seen >= walk_tasks ||
 			      (keyed && p->scx.dsq_vtime > head + b->window_ns)))
 			break;
 		seen++;

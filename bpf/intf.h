@@ -96,11 +96,12 @@ enum consts {
 	/* ... while the LLC is quiet (a backstop; a busy tick re-arms it). */
 	SCAN_QUIET_NS		= 1000ULL * 1000 * 1000,
 	/*
-	 * The guard's walk of a class queue (age_queue()): at most
-	 * AGE_SCAN_TASKS from its head per timer run, and all of it once
-	 * every AGE_FULL_NS, so a run costs O(1) whatever the queue's length.
+	 * The most queued tasks a walk from an LLC timer looks at: the
+	 * guard's of a class queue (age_queue(), which also walks all of it
+	 * once every AGE_FULL_NS) and the balance's (pull_rr_work()), so a
+	 * run costs O(1) whatever the queues' lengths.
 	 */
-	AGE_SCAN_TASKS		= 64,
+	WALK_TASKS		= 64,
 	AGE_FULL_NS		= 250ULL * 1000 * 1000,
 
 	/*

@@ -152,9 +152,10 @@
  * preemptible, reads at most PREEMPT_SCAN_CPUS (16) cpu_ctx of its LLC
  * for a turn to preempt; a requeue reads none (queues.bpf.h).
  * The housekeeping timer looks at the
- * first AGE_SCAN_TASKS (64) tasks of each class queue of its LLC at each
- * run, and walks them all once every AGE_FULL_NS (250 ms): O(queued
- * tasks) per LLC four times a second, however often releases run it. A
+ * first WALK_TASKS (64) tasks of each class queue of its LLC at each run,
+ * and walks them all once every AGE_FULL_NS (250 ms): O(queued tasks) per
+ * LLC four times a second, however often releases run it; its balance
+ * looks at most at the last WALK_TASKS of one other LLC's RR queue. A
  * limited cgroup costs a hash entry, a timer and a DSQ; its timer runs
  * when the group has parked tasks, at its releases. Once a second one
  * LLC timer looks at every limited cgroup for a lost release timer

@@ -756,8 +756,9 @@ static bool llc_may_run(struct llc_ctx *lctx, const struct task_struct *p)
  * pull moves one task's worth between the two averages at once, so the
  * same imbalance is not acted on twice. The task keeps its lag: it joins
  * @llc as far ahead of @llc's clock (at most one turn) as it was ahead of
- * its old LLC's. One task per timer run keeps the cost O(LLCs) per run,
- * plus the tasks passed over at the tail that may not run here.
+ * its old LLC's. One task per timer run, found among the last WALK_TASKS
+ * (64) of the queue (those of a container pinned to the other LLC are
+ * passed over), keeps the cost O(LLCs) per run.
  */
 static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 {
@@ -765,6 +766,7 @@ static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 	u32 my_cpus = llc_cpus(llc), i, from = llc, mine;
 	u64 best = 0, vnow, from_vnow, lag, cap;
 	struct task_struct *p;
+	u32 seen = 0;
 
 	if (!lctx)
 		return;
@@ -794,6 +796,8 @@ static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 		struct task_ctx *tctx = try_lookup_task_ctx(p);
 		u64 vtime;
 
+		if (seen++ >= walk_tasks)
+			break;
 		if (!tctx || !llc_may_run(lctx, p))
 			continue;
 		lag = tctx->vtime > from_vnow ? tctx->vtime - from_vnow : 0;

@@ -256,6 +256,13 @@ static void llc_cpus_add(s32 cpu)
 	bpf_rcu_read_unlock();
 }
 
+/*
+ * WALK_TASKS as data, the cap of a timer's walk of a queue: the verifier
+ * does not know its value, so it does not follow a capped loop once per
+ * count (with the constant age_queue() was too large to load).
+ */
+static volatile u32 walk_tasks = WALK_TASKS;
+
 /* ------------------------------------------------------------- counters */
 
 struct {
