@@ -74,6 +74,8 @@ BW_FN s64 bw_max_debt(const struct bw_limit *l)
  * may use up to 1.5 quotas in a period's time. A whole quota saved (what
  * CFS's worst case allows) put nginx, idle 2 s before each 15 s run, at
  * 21.2-21.3% of a CPU under a 200 ms/1 s limit.
+ *
+ * The stats still count whole periods (stat_period_ns), as cpu.stat does.
  */
 BW_FN void bw_smooth(const struct bw_limit *l, u64 max_stall_ns,
 		     struct bw_limit *out)
@@ -91,6 +93,7 @@ BW_FN void bw_smooth(const struct bw_limit *l, u64 max_stall_ns,
 		return;
 	out->quota_ns = l->quota_ns / k;
 	out->period_ns = l->period_ns / k;
+	out->stat_period_ns = l->period_ns;
 	out->pace_ns = l->quota_ns / 2 - out->quota_ns;	/* k >= 2 */
 }
 
@@ -203,8 +206,32 @@ BW_FN void bw_refill(struct bw_bucket *b, u64 now, const struct bw_limit *l)
 }
 
 /*
+ * The first charge in a (sub-)period: count the period for the stats
+ * (cpu.stat's nr_periods) if it starts a new one of stat_period_ns, on a
+ * grid from the bucket's first period. In whole periods, every period in
+ * which runtime was charged; smoothed, every whole period in which some
+ * sub-period was.
+ */
+BW_FN void bw_count_period(struct bw_bucket *b, const struct bw_limit *l)
+{
+	u64 p = l->stat_period_ns ? l->stat_period_ns : l->period_ns;
+
+	if (b->last_active_ns == b->period_start_ns)
+		return;
+	b->last_active_ns = b->period_start_ns;
+	if (b->stat_end_ns && b->period_start_ns < b->stat_end_ns)
+		return;
+	if (!b->stat_end_ns)
+		b->stat_end_ns = b->period_start_ns;
+	b->stat_end_ns += ((b->period_start_ns - b->stat_end_ns) / p + 1) * p;
+	b->stat_throttled = 0;
+	b->nr_periods++;
+}
+
+/*
  * Charge @delta_ns of runtime. Return true if this charge emptied the
- * bucket (a throttle event).
+ * bucket (a throttle event; nr_throttled counts the periods of the stats
+ * that had one, as cpu.stat does).
  */
 BW_FN int bw_charge(struct bw_bucket *b, u64 delta_ns,
 		    const struct bw_limit *l)
@@ -212,17 +239,17 @@ BW_FN int bw_charge(struct bw_bucket *b, u64 delta_ns,
 	s64 floor = -bw_max_debt(l);
 	int was_ok = b->tokens_ns > 0;
 
-	if (b->last_active_ns != b->period_start_ns) {
-		b->last_active_ns = b->period_start_ns;
-		b->nr_periods++;
-	}
+	bw_count_period(b, l);
 	b->tokens_ns -= (s64)delta_ns;
 	if (b->tokens_ns < floor)
 		b->tokens_ns = floor;
 	if (delta_ns)	/* throttled: owed from now on (bw_refill()) */
 		b->owed = b->tokens_ns <= 0;
 	if (was_ok && b->tokens_ns <= 0) {
-		b->nr_throttled++;
+		if (!b->stat_throttled) {
+			b->stat_throttled = 1;
+			b->nr_throttled++;
+		}
 		return 1;
 	}
 	return 0;

@@ -245,7 +245,7 @@ struct bw_bucket {
 	u64 period_start_ns;	/* start of the current period, 0 = never */
 	u64 last_active_ns;	/* period_start_ns of the last charged period */
 	u64 nr_periods;		/* periods in which runtime was charged */
-	u64 nr_throttled;	/* times the bucket ran dry */
+	u64 nr_throttled;	/* periods in which the bucket ran dry */
 	u64 throttled_ns;	/* total time spent parked while throttled */
 	u64 parked_at_ns;	/* when the task was parked, 0 = not parked */
 	s64 snap_ns;		/* tokens right after the last refill */
@@ -254,6 +254,8 @@ struct bw_bucket {
 	u64 carry_ns;		/* tokens this period kept from a hungry one */
 	u64 hungry;		/* the last period began with all used up */
 	u64 owed;		/* periods since it was throttled + 1 (0: not) */
+	u64 stat_end_ns;	/* end of the period nr_periods counts now */
+	u64 stat_throttled;	/* nr_throttled counted that period already */
 };
 
 /*
@@ -267,6 +269,8 @@ struct bw_limit {
 	u64 period_ns;
 	u64 burst_ns;		/* unused quota that may be saved (cpu.max.burst) */
 	u64 pace_ns;		/* smooth mode: unused sub-quotas saved too (bw_smooth()) */
+	u64 stat_period_ns;	/* the period nr_periods and nr_throttled count
+				 * (smooth mode: the whole one; 0: period_ns) */
 };
 
 /* A limited cgroup's usage, as the daemon reads it from "cgroup_states". */

@@ -261,6 +261,7 @@ fn limit_bytes(l: &Limited) -> Vec<u8> {
         period_ns: l.limit.period_us * ns,
         burst_ns: l.limit.burst_us * ns,
         pace_ns: 0,
+        stat_period_ns: 0,
     };
     config::as_bytes(&v).to_vec()
 }
@@ -503,6 +504,8 @@ mod tests {
                 carry_ns: 0,
                 hungry: 0,
                 owed: 0,
+                stat_end_ns: 0,
+                stat_throttled: 0,
             },
             usage_ns: 2_000_000_000,
             throttled_until_ns: 0,

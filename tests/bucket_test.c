@@ -587,8 +587,46 @@ static void cpu_slices_stay_within_the_quota(void)
 	CHECK(!bw_may_defer(10 * MS, 0, 0, 2)); /* slice 0: charge at once */
 }
 
+/*
+ * The stats count whole periods, as cpu.stat does, whether the limit is
+ * enforced whole or in sub-periods: a busy 20 ms/100 ms bucket for 1 s,
+ * paced in 5 ms sub-periods, ran in 10 periods and was throttled in each
+ * (counted once a period, not once a sub-period: 200 and 200 before);
+ * the same in whole periods; an idle stretch is not counted.
+ */
+static void stats_count_whole_periods(void)
+{
+	const struct bw_limit *whole = L(20 * MS, 100 * MS);
+	struct bw_limit smooth;
+	struct bw_bucket b;
+	const struct bw_limit *l;
+	int pass;
+	u64 now;
+
+	bw_smooth(whole, 5 * MS, &smooth);
+	CHECK(smooth.period_ns == 5 * MS && smooth.stat_period_ns == 100 * MS);
+	for (pass = 0; pass < 2; pass++) {
+		l = pass ? whole : &smooth;
+		memset(&b, 0, sizeof(b));
+		for (now = 1; now < 1 + 1000 * MS; now += MS / 2) {
+			bw_refill(&b, now, l);
+			if (!bw_throttled(&b))
+				bw_charge_span(&b, now, now + MS / 2, l);
+		}
+		CHECK(b.nr_periods == 10);
+		CHECK(b.nr_throttled == 10);
+		/* 2 s idle, then one charge: one period more */
+		now += 2000 * MS;
+		bw_refill(&b, now, l);
+		bw_charge_span(&b, now, now + MS / 2, l);
+		CHECK(b.nr_periods == 11);
+		CHECK(b.nr_throttled == 10);
+	}
+}
+
 int main(void)
 {
+	stats_count_whole_periods();
 	first_refill_fills();
 	charge_throttles_once();
 	debt_is_paid_from_next_periods();

@@ -1429,6 +1429,7 @@ def scenario_cgroup_exact(out):
     kill_all([h, t])
     res["rc_smooth"] = d.stop()
     res["smooth_row"] = last_row(d.stdout(), "fqx_smooth")
+    res["smooth_totals"] = final_totals(d.stdout())
     res["smooth_show"] = d.stderr()[:3000]
 
     # Fine sub-periods: 2000/10000 over 2.5 ms (0.5 ms a turn), one hog
@@ -1446,6 +1447,7 @@ def scenario_cgroup_exact(out):
     kill_all([h])
     res["rc_fine"] = d.stop()
     res["fine_row"] = last_row(d.stdout(), "fqx_fine")
+    res["fine_totals"] = final_totals(d.stdout())
 
     # A bursty job under smooth mode: 10 ms of CPU after each 100 ms of
     # sleep, in a 20000/100000 group paced over 5 ms (1 ms a sub-period).
