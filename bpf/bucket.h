@@ -210,7 +210,7 @@ BW_FN void bw_refill(struct bw_bucket *b, u64 now, const struct bw_limit *l)
  * (cpu.stat's nr_periods) if it starts a new one of stat_period_ns, on a
  * grid from the bucket's first period. In whole periods, every period in
  * which runtime was charged; smoothed, every whole period in which some
- * sub-period was.
+ * sub-period was. A period shortened live starts a new grid at once.
  */
 BW_FN void bw_count_period(struct bw_bucket *b, const struct bw_limit *l)
 {
@@ -219,9 +219,10 @@ BW_FN void bw_count_period(struct bw_bucket *b, const struct bw_limit *l)
 	if (b->last_active_ns == b->period_start_ns)
 		return;
 	b->last_active_ns = b->period_start_ns;
-	if (b->stat_end_ns && b->period_start_ns < b->stat_end_ns)
+	if (b->period_start_ns < b->stat_end_ns &&
+	    b->stat_end_ns - b->period_start_ns <= p)
 		return;
-	if (!b->stat_end_ns)
+	if (!b->stat_end_ns || b->period_start_ns < b->stat_end_ns)
 		b->stat_end_ns = b->period_start_ns;
 	b->stat_end_ns += ((b->period_start_ns - b->stat_end_ns) / p + 1) * p;
 	b->stat_throttled = 0;

@@ -247,7 +247,7 @@ pub struct Metrics {
     pub hint_skip: u64,
     #[stat(desc = "housekeeping runs of the starvation guard (per LLC)")]
     pub guard_runs: u64,
-    #[stat(desc = "queued tasks the guard looked at (its first 64 per queue a run, all 4 times a second)")]
+    #[stat(desc = "queued tasks the guard looked at (64 per queue a run; all, 4 times a second)")]
     pub guard_looked: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,

@@ -622,6 +622,20 @@ static void stats_count_whole_periods(void)
 		CHECK(b.nr_periods == 11);
 		CHECK(b.nr_throttled == 10);
 	}
+	/* the period cut live from 1 s to 10 ms: counted from then on */
+	memset(&b, 0, sizeof(b));
+	for (now = 1; now < 1 + 100 * MS; now += MS) {
+		bw_refill(&b, now, L(200 * MS, 1000 * MS));
+		bw_charge_span(&b, now, now + MS, L(200 * MS, 1000 * MS));
+	}
+	CHECK(b.nr_periods == 1);
+	for (; now < 1 + 200 * MS; now += MS) {
+		bw_refill(&b, now, L(2 * MS, 10 * MS));
+		if (!bw_throttled(&b))
+			bw_charge_span(&b, now, now + MS, L(2 * MS, 10 * MS));
+	}
+	CHECK(b.nr_periods >= 10 && b.nr_periods <= 11);
+	CHECK(b.nr_throttled >= 10 && b.nr_throttled <= 11);
 }
 
 int main(void)
