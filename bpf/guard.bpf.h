@@ -16,11 +16,11 @@
  * Bounds: an RR task waits at most the longer of guard_ns and
  * RR_GUARD_MAX_NS (1 s; guard_ns if its turn is next in the RR order) +
  * one tick (the re-arm) + one timer interval (<= 20 ms; AGE_FULL_NS,
- * 250 ms, for a task that is not among the queue's first WALK_TASKS)
- * + one tick + the turns of the urgent tasks ahead of it; a FIFO task the
- * same with FIFO_MAX_WAIT_NS instead. The urgent queue drains at one turn per CPU
- * per slice, so with R tasks urgent at once on C CPUs the last waits
- * about R * slice / C more. Nothing depends on the number of tasks, FIFO
+ * 250 ms, for a task that is not among the queue's first WALK_TASKS) +
+ * one tick + the turns of the urgent tasks ahead of it; a FIFO task the
+ * same with FIFO_MAX_WAIT_NS instead. The urgent queue drains at one turn
+ * per CPU per slice, so with R tasks urgent at once on C CPUs the last
+ * waits about R * slice / C more. Nothing depends on the number of tasks, FIFO
  * hogs or options beyond that.
  *
  * Copyright (c) 2026 The scx_fairquota authors

@@ -793,11 +793,12 @@ static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 	vnow = READ_ONCE(lctx->vtime_now);
 	from_vnow = READ_ONCE(fctx->vtime_now);
 	bpf_for_each(scx_dsq, p, dsq_id(DSQ_RR, from), SCX_DSQ_ITER_REV) {
-		struct task_ctx *tctx = try_lookup_task_ctx(p);
+		struct task_ctx *tctx;
 		u64 vtime;
 
 		if (seen++ >= walk_tasks)
 			break;
+		tctx = try_lookup_task_ctx(p);
 		if (!tctx || !llc_may_run(lctx, p))
 			continue;
 		lag = tctx->vtime > from_vnow ? tctx->vtime - from_vnow : 0;
