@@ -71,9 +71,10 @@
  * (RR_GUARD_MAX_NS), and every FIFO task that has waited FIFO_MAX_WAIT_NS
  * (1 s; these two found within AGE_FULL_NS more), to the URGENT queue,
  * which every CPU of the LLC serves first; a running task gives way at
- * its next tick unless the only urgent task may not run on its CPU. Behind FIFO work the guard so serves RR tasks in
- * their weighted order, and a light task waiting its fair turn on a
- * crowded CPU is not put first. The daemon's threads are queued there
+ * its next tick unless the only urgent task may not run on its CPU.
+ * Behind FIFO work the guard so serves RR tasks in their weighted order,
+ * and a light task waiting its fair turn on a crowded CPU is not put
+ * first. The daemon's threads are queued there
  * directly (its stats must keep coming on a loaded host). A kernel
  * thread that wakes (the RCU grace-period kthread, workqueues) and a task
  * preempted inside an RCU read-side section go to its head: every RCU
