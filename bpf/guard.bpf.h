@@ -16,12 +16,17 @@
  * Bounds: an RR task waits at most the longer of guard_ns and
  * RR_GUARD_MAX_NS (1 s; guard_ns if its turn is next in the RR order) +
  * one tick (the re-arm) + one timer interval (<= 20 ms; AGE_FULL_NS,
- * 250 ms, for a task that is not among the queue's first WALK_TASKS) +
- * one tick + the turns of the urgent tasks ahead of it; a FIFO task the
- * same with FIFO_MAX_WAIT_NS instead. The urgent queue drains at one turn
- * per CPU per slice, so with R tasks urgent at once on C CPUs the last
- * waits about R * slice / C more. Nothing depends on the number of tasks, FIFO
- * hogs or options beyond that.
+ * 250 ms, for a task that is not among the queue's first WALK_TASKS or,
+ * in RR, whose deadline is more than a slice past the head's) +
+ * one tick + the turns of the urgent tasks ahead of it (woken kernel
+ * threads' included: a slice each, not cut at a tick); a FIFO task the
+ * same with FIFO_MAX_WAIT_NS instead. The urgent queue drains at one
+ * turn per CPU per slice, so with R tasks urgent at once on C CPUs the
+ * last waits about R * slice / C more. A kernel thread waits at most the
+ * shorter of guard_ns and KTHREAD_MAX_WAIT_NS (50 ms) + the same timer
+ * delays + the turns of the kernel threads ahead of it: it goes to the
+ * head. Nothing depends on the number of tasks, FIFO hogs or options
+ * beyond that.
  *
  * Copyright (c) 2026 The scx_fairquota authors
  */
@@ -44,9 +49,26 @@ static u64 scan_interval(const struct fq_config *cfg)
 struct age_bound {
 	u64 near_ns;	/* wait of a task whose key is near the head's */
 	u64 far_ns;	/* wait of any task */
+	u64 kthread_ns;	/* wait of a kernel thread */
 	u64 window_ns;	/* "near": key within this of the head's */
 	u32 cnt_idx;	/* counter of the tasks made urgent */
 };
+
+/*
+ * Return the counter to count @p under if, having waited @wait, it is
+ * overdue by @b (@head: the key of the queue's head), else NR_COUNTERS.
+ * kthread_ns is the shortest bound: a kernel thread counts as one.
+ */
+static u32 overdue(const struct task_struct *p, const struct age_bound *b,
+		   u64 head, u64 wait)
+{
+	if (p->flags & PF_KTHREAD)
+		return wait >= b->kthread_ns ? CNT_KTHREAD_GUARD : NR_COUNTERS;
+	if (wait >= b->far_ns ||
+	    (wait >= b->near_ns && p->scx.dsq_vtime <= head + b->window_ns))
+		return b->cnt_idx;
+	return NR_COUNTERS;
+}
 
 /*
  * Move every task of queue @kind of @llc that is overdue by @b to the
@@ -64,6 +86,9 @@ struct age_bound {
  * at guard_ns whatever their deadline, 20 nice 10 hogs beside 20 nice 0
  * hogs on one CPU got 28% of it instead of 9.7%.
  * FIFO (arrival order, no key): near and far both FIFO_MAX_WAIT_NS.
+ * Both: a kernel thread after the shorter of guard_ns and
+ * KTHREAD_MAX_WAIT_NS (50 ms), whatever its key, to the urgent queue's
+ * head (behind 200 RR hogs made urgent, kworkers waited 0.5 s at its tail).
  *
  * Unless @full, the walk stops at the first WALK_TASKS tasks and, in
  * RR, at the first task beyond the window, which only the far bound can
@@ -79,8 +104,8 @@ static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, u64 now,
 {
 	bool first = true, keyed = b->near_ns < b->far_ns;
 	struct task_struct *p;
-	u64 head = 0, since;
-	u32 seen = 0;
+	u64 head = 0, since, head_flag;
+	u32 seen = 0, cnt;
 
 	bpf_for_each(scx_dsq, p, dsq_id(kind, llc), 0) {
 		struct task_ctx *tctx;
@@ -97,15 +122,18 @@ static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, u64 now,
 		if (!tctx)
 			continue;
 		since = READ_ONCE(tctx->enq_at_ns);
-		if (!since || now < since || now - since < b->near_ns ||
-		    (now - since < b->far_ns &&
-		     p->scx.dsq_vtime > head + b->window_ns))
+		if (!since || now < since)
 			continue;
+		cnt = overdue(p, b, head, now - since);
+		if (cnt == NR_COUNTERS)
+			continue;
+		/* A kernel thread goes ahead of the guard's backlog. */
+		head_flag = cnt == CNT_KTHREAD_GUARD ? SCX_ENQ_HEAD : 0;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
-				     dsq_id(DSQ_URGENT, llc), 0)) {
+				     dsq_id(DSQ_URGENT, llc), head_flag)) {
 			WRITE_ONCE(tctx->urgent, 1);
 			llc_hint_set(llc, DSQ_URGENT);
-			stat_inc(b->cnt_idx);
+			stat_inc(cnt);
 			trace_task(TRACE_GUARD, p, tctx, 0, now);
 			kick_idle_cpu(p, llc);
 		}
@@ -122,16 +150,20 @@ static void guard_scan(struct llc_ctx *lctx, u32 llc,
 		       const struct fq_config *cfg, u64 now)
 {
 	bool full = once_per(&lctx->age_full_at_ns, now, AGE_FULL_NS);
+	u64 kthread_ns = cfg->guard_ns < KTHREAD_MAX_WAIT_NS ?
+			 cfg->guard_ns : KTHREAD_MAX_WAIT_NS;
 	struct age_bound rr = {
 		.near_ns = cfg->guard_ns,
 		.far_ns = cfg->guard_ns > RR_GUARD_MAX_NS ? cfg->guard_ns :
 			  RR_GUARD_MAX_NS,
+		.kthread_ns = kthread_ns,
 		.window_ns = cfg->slice_ns,
 		.cnt_idx = CNT_GUARD,
 	};
 	struct age_bound fifo = {
 		.near_ns = FIFO_MAX_WAIT_NS,
 		.far_ns = FIFO_MAX_WAIT_NS,
+		.kthread_ns = kthread_ns,
 		.cnt_idx = CNT_FIFO_ROTATE,
 	};
 

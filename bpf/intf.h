@@ -38,6 +38,15 @@ enum consts {
 	 * or guard_ns if that is longer.
 	 */
 	RR_GUARD_MAX_NS		= 1000ULL * 1000 * 1000,
+	/*
+	 * Longest wait the guard allows a queued kernel thread of either
+	 * class, or guard_ns if that is shorter: the kernel's own work
+	 * (workqueues, RCU's kthreads) is not held a whole --guard-ms behind
+	 * FIFO hogs, since every task waiting on it waits too (grace periods
+	 * of 3.1 s at --guard-ms 1000). A kernel thread that stays busy so
+	 * takes one turn per 50 ms behind FIFO work, a few % of a CPU.
+	 */
+	KTHREAD_MAX_WAIT_NS	= 50ULL * 1000 * 1000,
 
 	/* Longest a task stays throttled to pay off overrun (debt cap). */
 	MAX_THROTTLE_NS		= 2000ULL * 1000 * 1000,
@@ -227,6 +236,7 @@ enum counter_idx {
 	CNT_HINT_SKIP,		/* another LLC's queue skipped on its work hint */
 	CNT_GUARD_RUN,		/* a guard run aged an LLC's queues (guard_scan()) */
 	CNT_GUARD_LOOK,		/* a queued task the guard looked at */
+	CNT_KTHREAD_GUARD,	/* a kernel thread waited past KTHREAD_MAX_WAIT_NS */
 	NR_COUNTERS,
 };
 

@@ -80,8 +80,15 @@
  * preempted inside an RCU read-side section go to its head: every RCU
  * grace period waits for them, and 21 s of waiting is an RCU stall, which
  * ejects the scheduler (behind the guard's backlog a grace period took
- * 5.6 s; 0.4 s so). That bounds every wait, whatever the number of tasks
- * or FIFO hogs (see guard.bpf.h for the bound).
+ * 5.6 s; 0.4 s so). A kernel thread keeps that place for a slice of CPU
+ * time after it wakes, across preemptions, with a turn nothing cuts
+ * short but its slice; one still queued in its class after that is made
+ * urgent, at the head, once it has waited 50 ms (KTHREAD_MAX_WAIT_NS, or
+ * guard_ns if shorter): the kernel's work is not held a whole --guard-ms
+ * behind FIFO hogs (at --guard-ms 1000 unbound kworkers and rcu_preempt
+ * waited 1.0 s, and grace periods took 1.0-3.1 s). That bounds every
+ * wait, whatever the number of tasks or FIFO hogs (see guard.bpf.h for
+ * the bound).
  *
  * Bandwidth (bandwidth.bpf.h, bucket.h). An RR task (not a kernel thread,
  * not exiting, not the daemon) may use at most quota_ns per period_ns when
@@ -479,7 +486,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	u64 now = bpf_ktime_get_ns(), key;
 	struct fq_config cfg;
 	struct task_ctx *tctx;
-	bool head, sync, reader;
+	bool head, sync, reader, kturn;
 
 	read_config(&cfg);
 
@@ -563,10 +570,15 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	 * RCU read-side section (in_rcu_reader(): every grace period waits
 	 * for it), and a kernel thread that wakes (the kernel's own work: the
 	 * RCU grace-period kthread, workqueues, the watchdog's). A kernel
-	 * thread gets one turn so per wakeup; if it stays runnable it waits
-	 * as any task of its class.
+	 * thread gets one turn so per wakeup, a slice of CPU time however
+	 * often it is preempted (kthread_turn()), and that turn is not
+	 * preempted by queued tasks; if it stays runnable after, it waits as
+	 * any task of its class.
 	 */
-	if (reader || ((p->flags & PF_KTHREAD) && (enq_flags & SCX_ENQ_WAKEUP))) {
+	kturn = kthread_turn(p, tctx, cfg.slice_ns, enq_flags & SCX_ENQ_WAKEUP);
+	if (kturn)
+		tctx->urgent = 1;
+	if (reader || kturn) {
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_URGENT, llc), cfg.slice_ns,
 				   enq_flags | SCX_ENQ_HEAD);
 		llc_hint_set(llc, DSQ_URGENT);
@@ -658,7 +670,8 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 	charge(p, tctx, &cfg, now, false);
 
 	/* Urgent work in this LLC: give way now (see guard.bpf.h). */
-	if (urgent_waiting(llc, cpu)) {
+	if (urgent_waiting(llc, cpu) &&
+	    !kthread_turn(p, tctx, cfg.slice_ns, false)) {
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}

@@ -143,6 +143,26 @@ static bool in_rcu_reader(const struct task_struct *p)
 	return BPF_CORE_READ(p, rcu_read_unlock_special.b.blocked) != 0;
 }
 
+/*
+ * Return true if @p is a kernel thread within the turn it was given when it
+ * last woke (@wakeup: it wakes now, and that turn starts): one slice of CPU
+ * time, however often it is preempted in between. Such a turn goes first
+ * (fairquota_enqueue()) and is not cut for urgent work at a tick: a short
+ * piece of the kernel's work (a grace period's step) cut part-way would
+ * wait in its class queue for the guard (KTHREAD_MAX_WAIT_NS).
+ */
+static bool kthread_turn(const struct task_struct *p, struct task_ctx *tctx,
+			 u64 slice_ns, bool wakeup)
+{
+	u64 exec = p->se.sum_exec_runtime;
+
+	if (!(p->flags & PF_KTHREAD))
+		return false;
+	if (wakeup)
+		tctx->kturn_end_ns = exec + slice_ns;
+	return exec < tctx->kturn_end_ns;
+}
+
 /* Return true if @p is a kernel thread bound to one CPU. */
 static bool is_pcpu_kthread(const struct task_struct *p)
 {

@@ -98,6 +98,7 @@ struct task_ctx {
 	u64 turn_vtime;		/* its vtime then */
 	u64 turn_slice_ns;	/* the slice it was given then */
 	u64 max_wait_ns;	/* longest wait, runnable (or released) to running */
+	u64 kturn_end_ns;	/* kernel thread: sum_exec_runtime its turn ends at */
 	struct bw_bucket bw;
 	u64 cg_leaf;		/* id of its cgroup when cg_ids was found */
 	u64 cg_gen;		/* fq_config.cg_gen cg_ids is valid for */

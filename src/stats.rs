@@ -249,6 +249,8 @@ pub struct Metrics {
     pub guard_runs: u64,
     #[stat(desc = "queued tasks the guard looked at (64 per queue a run; all, 4 times a second)")]
     pub guard_looked: u64,
+    #[stat(desc = "kernel threads that waited past 50 ms in a class queue (made urgent)")]
+    pub kthread_guard: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -318,6 +320,7 @@ impl Metrics {
             ("hint_skip", &mut self.hint_skip),
             ("guard_runs", &mut self.guard_runs),
             ("guard_looked", &mut self.guard_looked),
+            ("kthread_guard", &mut self.kthread_guard),
         ]
     }
 
