@@ -81,8 +81,8 @@
  * grace period waits for them, and 21 s of waiting is an RCU stall, which
  * ejects the scheduler (behind the guard's backlog a grace period took
  * 5.6 s; 0.4 s so). A kernel thread keeps that place for a slice of CPU
- * time after it wakes, across preemptions, with a turn nothing cuts
- * short but its slice; one still queued in its class after that is made
+ * time after it wakes, across preemptions, with a turn that only FIFO
+ * work cuts short; one still queued in its class after that is made
  * urgent, at the head, once it has waited 50 ms (KTHREAD_MAX_WAIT_NS, or
  * guard_ns if shorter): the kernel's work is not held a whole --guard-ms
  * behind FIFO hogs (at --guard-ms 1000 unbound kworkers and rcu_preempt
@@ -571,13 +571,11 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	 * for it), and a kernel thread that wakes (the kernel's own work: the
 	 * RCU grace-period kthread, workqueues, the watchdog's). A kernel
 	 * thread gets one turn so per wakeup, a slice of CPU time however
-	 * often it is preempted (kthread_turn()), and that turn is not
-	 * preempted by queued tasks; if it stays runnable after, it waits as
-	 * any task of its class.
+	 * often it is preempted (kthread_turn()), which only FIFO work
+	 * preempts; if it stays runnable after, it waits as any task of its
+	 * class.
 	 */
 	kturn = kthread_turn(p, tctx, cfg.slice_ns, enq_flags & SCX_ENQ_WAKEUP);
-	if (kturn)
-		tctx->urgent = 1;
 	if (reader || kturn) {
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_URGENT, llc), cfg.slice_ns,
 				   enq_flags | SCX_ENQ_HEAD);
@@ -758,6 +756,13 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	cctx->curr_preemptible = !is_pcpu_kthread(p) && !tctx->urgent;
 	tctx->urgent = 0;
 	cctx->curr_deadline = rr_deadline(tctx->vtime, slice, tctx->weight);
+	/*
+	 * A kernel thread's turn (kthread_turn()) has the earliest claim: a
+	 * waking FIFO task preempts it (and it goes on from the urgent
+	 * queue's head), a waking RR task does not.
+	 */
+	if (kthread_turn(p, tctx, cfg.slice_ns, false))
+		cctx->curr_deadline = 0;
 
 	arm_slice_timer(cctx, tctx, slice, llc, &cfg);
 }
