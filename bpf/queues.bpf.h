@@ -148,9 +148,9 @@ static bool in_rcu_reader(const struct task_struct *p)
  * last woke (@wakeup: it wakes now, and that turn starts): one slice of CPU
  * time, however often it is preempted in between. Such a turn goes first
  * (fairquota_enqueue()), is not cut for urgent work at a tick, and only
- * FIFO work preempts it (fairquota_running()): a short
- * piece of the kernel's work (a grace period's step) cut part-way would
- * wait in its class queue for the guard (KTHREAD_MAX_WAIT_NS).
+ * FIFO work preempts it (fairquota_running()): a short piece of the
+ * kernel's work (a grace period's step) cut part-way would wait in its
+ * class queue for the guard (KTHREAD_MAX_WAIT_NS).
  */
 static bool kthread_turn(const struct task_struct *p, struct task_ctx *tctx,
 			 u64 slice_ns, bool wakeup)
