@@ -23,10 +23,11 @@
  * same with FIFO_MAX_WAIT_NS instead. The urgent queue drains at one
  * turn per CPU per slice, so with R tasks urgent at once on C CPUs the
  * last waits about R * slice / C more. A kernel thread waits at most the
- * shorter of guard_ns and KTHREAD_MAX_WAIT_NS (50 ms) + the same timer
- * delays + the turns of the kernel threads ahead of it: it goes to the
- * head. Nothing depends on the number of tasks, FIFO hogs or options
- * beyond that.
+ * shorter of guard_ns and KTHREAD_MAX_WAIT_NS (50 ms) + one tick + one
+ * timer interval, however deep in its queue (kwait_ns: the run after it
+ * may be overdue walks the whole queue) + the turns of the kernel threads
+ * ahead of it: it goes to the head. Nothing depends on the number of
+ * tasks, FIFO hogs or options beyond that.
  *
  * Copyright (c) 2026 The scx_fairquota authors
  */
@@ -51,6 +52,7 @@ struct age_bound {
 	u64 far_ns;	/* wait of any task */
 	u64 kthread_ns;	/* wait of a kernel thread */
 	u64 window_ns;	/* "near": key within this of the head's */
+	u64 now;	/* the time of the walk */
 	u32 cnt_idx;	/* counter of the tasks made urgent */
 };
 
@@ -97,12 +99,14 @@ static u32 overdue(const struct task_struct *p, const struct age_bound *b,
  * (its iterator takes the queue's lock per step, contending with every
  * CPU of the LLC) comes once every AGE_FULL_NS. The near tasks an RR
  * walk cannot reach wait for those ahead to move (WALK_TASKS per
- * run), or the full walk. Return the number of tasks looked at.
+ * run), or the full walk. Return the number of tasks looked at. *@kwait
+ * is lowered to the queue time of every kernel thread left in the queue.
  */
-static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, u64 now,
-		     bool full)
+static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, bool full,
+		     u64 *kwait)
 {
 	bool first = true, keyed = b->near_ns < b->far_ns;
+	u64 now = b->now;
 	struct task_struct *p;
 	u64 head = 0, since, head_flag;
 	u32 seen = 0, cnt;
@@ -125,17 +129,19 @@ static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, u64 now,
 		if (!since || now < since)
 			continue;
 		cnt = overdue(p, b, head, now - since);
-		if (cnt == NR_COUNTERS)
-			continue;
 		/* A kernel thread goes ahead of the guard's backlog. */
 		head_flag = cnt == CNT_KTHREAD_GUARD ? SCX_ENQ_HEAD : 0;
-		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
+		if (cnt != NR_COUNTERS &&
+		    scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
 				     dsq_id(DSQ_URGENT, llc), head_flag)) {
 			WRITE_ONCE(tctx->urgent, 1);
 			llc_hint_set(llc, DSQ_URGENT);
 			stat_inc(cnt);
 			trace_task(TRACE_GUARD, p, tctx, 0, now);
 			kick_idle_cpu(p, llc);
+		} else if ((p->flags & PF_KTHREAD) &&
+			   (!*kwait || since < *kwait)) {
+			*kwait = since;
 		}
 	}
 	return seen;
@@ -143,8 +149,13 @@ static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, u64 now,
 
 /*
  * Age both class queues of @llc (@lctx): their heads at every run, all of
- * them once every AGE_FULL_NS. An idle CPU is woken for each task made
- * urgent; busy CPUs notice the urgent queue at their next tick.
+ * them once every AGE_FULL_NS, and as soon as a kernel thread queued there
+ * may be overdue (kwait_ns: kwait_note()). A full walk sets kwait_ns to
+ * the oldest kernel thread it left queued (0: none), unless a newer note
+ * came meanwhile; a thread that ran before its bound costs one needless
+ * full walk, so full walks come about once per bound while kernel
+ * threads cycle through the class queues. An idle CPU is woken for each
+ * task made urgent; busy CPUs notice the urgent queue at their next tick.
  */
 static void guard_scan(struct llc_ctx *lctx, u32 llc,
 		       const struct fq_config *cfg, u64 now)
@@ -152,24 +163,34 @@ static void guard_scan(struct llc_ctx *lctx, u32 llc,
 	bool full = once_per(&lctx->age_full_at_ns, now, AGE_FULL_NS);
 	u64 kthread_ns = cfg->guard_ns < KTHREAD_MAX_WAIT_NS ?
 			 cfg->guard_ns : KTHREAD_MAX_WAIT_NS;
+	u64 kwait = READ_ONCE(lctx->kwait_ns), left = 0;
 	struct age_bound rr = {
 		.near_ns = cfg->guard_ns,
 		.far_ns = cfg->guard_ns > RR_GUARD_MAX_NS ? cfg->guard_ns :
 			  RR_GUARD_MAX_NS,
 		.kthread_ns = kthread_ns,
 		.window_ns = cfg->slice_ns,
+		.now = now,
 		.cnt_idx = CNT_GUARD,
 	};
 	struct age_bound fifo = {
 		.near_ns = FIFO_MAX_WAIT_NS,
 		.far_ns = FIFO_MAX_WAIT_NS,
 		.kthread_ns = kthread_ns,
+		.now = now,
 		.cnt_idx = CNT_FIFO_ROTATE,
 	};
 
+	if (!full && kwait && now >= kwait + kthread_ns) {
+		full = true;
+		stat_inc(CNT_KTHREAD_WALK);
+	}
 	stat_inc(CNT_GUARD_RUN);
-	stat_add(CNT_GUARD_LOOK, age_queue(DSQ_RR, llc, &rr, now, full) +
-				 age_queue(DSQ_FIFO, llc, &fifo, now, full));
+	stat_add(CNT_GUARD_LOOK,
+		 age_queue(DSQ_RR, llc, &rr, full, &left) +
+		 age_queue(DSQ_FIFO, llc, &fifo, full, &left));
+	if (full && left != kwait)
+		__sync_val_compare_and_swap(&lctx->kwait_ns, kwait, left);
 }
 
 /* Return true if a task waits on @llc's class or urgent queues. */

@@ -237,6 +237,7 @@ enum counter_idx {
 	CNT_GUARD_RUN,		/* a guard run aged an LLC's queues (guard_scan()) */
 	CNT_GUARD_LOOK,		/* a queued task the guard looked at */
 	CNT_KTHREAD_GUARD,	/* a kernel thread waited past KTHREAD_MAX_WAIT_NS */
+	CNT_KTHREAD_WALK,	/* a full guard walk for a queued kernel thread */
 	NR_COUNTERS,
 };
 

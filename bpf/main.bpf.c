@@ -84,9 +84,11 @@
  * time after it wakes, across preemptions, with a turn that only FIFO
  * work cuts short; one still queued in its class after that is made
  * urgent, at the head, once it has waited 50 ms (KTHREAD_MAX_WAIT_NS, or
- * guard_ns if shorter): the kernel's work is not held a whole --guard-ms
- * behind FIFO hogs (at --guard-ms 1000 unbound kworkers and rcu_preempt
- * waited 1.0 s, and grace periods took 1.0-3.1 s). That bounds every
+ * guard_ns if shorter; the LLC notes when such a thread may be overdue,
+ * and the guard's next run walks the whole queue for it, kwait_note()):
+ * the kernel's work is not held a whole --guard-ms behind FIFO hogs (at
+ * --guard-ms 1000 unbound kworkers and rcu_preempt waited 1.0 s, and
+ * grace periods took 1.0-3.1 s). That bounds every
  * wait, whatever the number of tasks or FIFO hogs (see guard.bpf.h for
  * the bound).
  *
@@ -162,7 +164,10 @@
  * The housekeeping timer looks at the
  * first WALK_TASKS (64) tasks of each class queue of its LLC at each run,
  * and walks them all once every AGE_FULL_NS (250 ms): O(queued tasks) per
- * LLC four times a second, however often releases run it; its balance
+ * LLC four times a second, however often releases run it, and about
+ * once per KTHREAD_MAX_WAIT_NS more while kernel threads wait in the
+ * class queues (one word per LLC, written when such a thread is queued
+ * there, not on every enqueue); its balance
  * looks at most at the last WALK_TASKS of one other LLC's RR queue. A
  * limited cgroup costs a hash entry, a timer and a DSQ; its timer runs
  * when the group has parked tasks, at its releases. Once a second one
@@ -473,6 +478,8 @@ s32 BPF_STRUCT_OPS(fairquota_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return cpu;
 	set_task_llc(tctx, llc_of(cpu));
 	rr_wake(tctx, &cfg);
+	/* A kernel thread's turn starts here too (kthread_turn()). */
+	kthread_turn(p, tctx, cfg.slice_ns, true);
 	tctx->enq_at_ns = now;
 	tctx->fifo_head = tctx->to_tail = false;
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cfg.slice_ns, 0);
@@ -590,6 +597,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 			enq_flags |= SCX_ENQ_HEAD;
 		else if (fifo_preempt_local(p, tctx, &cfg, llc, enq_flags))
 			return;
+		kwait_note(p, llc, tctx->enq_at_ns);
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_FIFO, llc), cfg.slice_ns,
 				   enq_flags);
 		llc_hint_set(llc, DSQ_FIFO);
@@ -600,6 +608,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	if (cfg.slice_mode == SLICE_SPLIT)
 		rr_wait_begin(tctx, cpu);
 	key = rr_key(tctx, &cfg);
+	kwait_note(p, llc, tctx->enq_at_ns);
 	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg.slice_ns, key,
 				 enq_flags);
 	llc_hint_set(llc, DSQ_RR);

@@ -215,6 +215,8 @@ struct llc_ctx {
 	u64 want_ns;		/* earliest release of a task being parked
 				 * on THROTTLED (timer_want()) */
 	u64 age_full_at_ns;	/* next full walk of its queues (guard_scan()) */
+	u64 kwait_ns;		/* a kernel thread may wait in a class queue
+				 * since about then, 0 = none (kwait_note()) */
 };
 
 struct {

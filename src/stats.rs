@@ -251,6 +251,8 @@ pub struct Metrics {
     pub guard_looked: u64,
     #[stat(desc = "kernel threads that waited past 50 ms in a class queue (made urgent)")]
     pub kthread_guard: u64,
+    #[stat(desc = "early whole-queue guard walks for a kernel thread that may be overdue")]
+    pub kthread_walk: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -321,6 +323,7 @@ impl Metrics {
             ("guard_runs", &mut self.guard_runs),
             ("guard_looked", &mut self.guard_looked),
             ("kthread_guard", &mut self.kthread_guard),
+            ("kthread_walk", &mut self.kthread_walk),
         ]
     }
 
