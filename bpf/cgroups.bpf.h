@@ -181,7 +181,11 @@ struct {
 /* Id of @p's cgroup in the cgroup v2 hierarchy. */
 static u64 task_cgroup_id(const struct task_struct *p)
 {
-	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+	/*
+	 * Direct (BTF) loads, which fault safely: BPF_CORE_READ() made four
+	 * helper calls here, at every refresh while any cgroup is limited.
+	 */
+	return p->cgroups->dfl_cgrp->kn->id;
 }
 
 /* The state of limited cgroup @id, created on first use. */

@@ -140,7 +140,8 @@ static bool in_rcu_reader(const struct task_struct *p)
 {
 	if (!bpf_core_field_exists(p->rcu_read_unlock_special))
 		return false;
-	return BPF_CORE_READ(p, rcu_read_unlock_special.b.blocked) != 0;
+	/* A direct (BTF) load: BPF_CORE_READ() is a helper call per use. */
+	return p->rcu_read_unlock_special.b.blocked != 0;
 }
 
 /*
