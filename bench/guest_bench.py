@@ -22,6 +22,10 @@ Writes OUT/<label>.json.
 Usage: guest_bench.py OUT LABEL [BINARY]   (no BINARY = default scheduler)
 Env:   BENCH_PARTS  comma-separated subset of hackbench,cyclictest,sharing,reqresp
        (quick experiments; the report needs all four)
+       BENCH_CGROUP NAME=QUOTA/PERIOD: an empty cgroup NAME with that limit
+       exists throughout (`--cgroup` for scx_fairquota, cpu.max for the
+       default scheduler), as on a host where some container is limited:
+       every task's cgroup is then looked up on the scheduler's hot path
 """
 import json
 import os
@@ -45,8 +49,25 @@ def state():
         return "?"
 
 
-def start_scheduler(binary, log):
-    p = subprocess.Popen([binary, "--stats-interval", "0"], stdout=log, stderr=log)
+def bench_cgroup():
+    """Create BENCH_CGROUP's cgroup with its limit; return the scheduler's
+    arguments for it."""
+    spec = os.environ.get("BENCH_CGROUP")
+    if not spec:
+        return []
+    name, limit = spec.split("=")
+    quota, period = limit.split("/")
+    with open("/sys/fs/cgroup/cgroup.subtree_control", "w") as f:
+        f.write("+cpu")
+    path = os.path.join("/sys/fs/cgroup", name)
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "cpu.max"), "w") as f:
+        f.write(f"{quota} {period}")
+    return ["--cgroup", spec]
+
+
+def start_scheduler(binary, log, args=()):
+    p = subprocess.Popen([binary, "--stats-interval", "0", *args], stdout=log, stderr=log)
     deadline = time.monotonic() + 180
     while state() != "enabled":
         if p.poll() is not None or time.monotonic() > deadline:
@@ -240,10 +261,11 @@ def main():
     loops = int(open(cal).read())
     log = open(os.path.join(out_dir, f"{label}.log"), "w")
     sched = None
+    cg_args = bench_cgroup()
     if binary:
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
             f.write("1")
-        sched = start_scheduler(binary, log)
+        sched = start_scheduler(binary, log, cg_args)
     res = {"label": label, "ncpu": NCPU, "kernel": os.uname().release, "ops": None}
     runs = {"hackbench": hackbench, "cyclictest": cyclictest, "sharing": lambda: sharing(loops),
             "reqresp": reqresp}
