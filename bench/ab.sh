@@ -4,7 +4,7 @@
 # alternating order (A B, B A, ...), each a run of bench/guest_bench.py.
 # One VM run of the core benchmarks (core.sh) has a single column per
 # scheduler, and the emulation's speed drifts within a boot; alternating
-# rounds show what a change does. Writes bench/ab-report.md.
+# rounds show what a change does. Writes bench/ab-report.md (or AB_REPORT).
 #
 # Usage: sudo bench/ab.sh REV_A REV_B
 # Env:   ROUNDS (default 2), AB_CPUS (default 2),
