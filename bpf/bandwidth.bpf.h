@@ -436,6 +436,7 @@ static void park(struct task_struct *p, struct task_ctx *tctx,
 	/* Throttled time is not waiting time: the wait starts at release. */
 	tctx->enq_at_ns = release;
 	tctx->parked = true;
+	tctx->woke = false;	/* released, it does not count as waking */
 	/* arg: 1 if a cgroup's quota ran out while the task has its own left */
 	trace_task(TRACE_THROTTLE, p, tctx,
 		   !tctx->limited || tctx->bw.tokens_ns > 0, now);

@@ -29,7 +29,9 @@
  *    slice_ns (split mode: divided by the RR tasks waiting per CPU of the
  *    LLC, plus one), decided when the turn
  *    starts. A waking RR task preempts the running RR turn with the
- *    latest deadline later than its own, on its CPU or else in its LLC,
+ *    latest deadline later than its own, on its CPU or else in its LLC
+ *    (a running turn's lag counts up to a sleeper's credit: a hog that
+ *    fell far behind the clock is not owed CPU against wakeups),
  *    but never its waker's after a sync wakeup (a pipe or socket write:
  *    the waker usually blocks next); SCHED_BATCH and SCHED_IDLE tasks
  *    never preempt on wakeup. Wakeups go to an idle CPU when
@@ -395,8 +397,8 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 		 * could preempt it: each waited for the hog's slice to end.
 		 */
 		if (cctx)
-			cctx->curr_deadline = rr_deadline(pctx->turn_vtime,
-							  slice, pctx->weight);
+			set_curr_turn(cctx, pctx->turn_vtime, slice,
+				      pctx->weight);
 	}
 	if (cctx) {
 		/* A timer armed for the turn that ends is void. */
@@ -490,7 +492,8 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	u32 llc = llc_of(cpu);
-	u64 now = bpf_ktime_get_ns(), key;
+	u64 now = bpf_ktime_get_ns();
+	struct claim cl = {};
 	struct fq_config cfg;
 	struct task_ctx *tctx;
 	bool head, sync, reader, kturn;
@@ -517,7 +520,8 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	set_task_llc(tctx, llc);
-	if (enq_flags & SCX_ENQ_WAKEUP)
+	tctx->woke = !!(enq_flags & SCX_ENQ_WAKEUP);
+	if (tctx->woke)
 		rr_wake(tctx, &cfg);
 	else
 		rr_requeue(tctx, &cfg);
@@ -601,18 +605,20 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_FIFO, llc), cfg.slice_ns,
 				   enq_flags);
 		llc_hint_set(llc, DSQ_FIFO);
-		preempt_or_kick(p, tctx, 0, enq_flags, false);
+		preempt_or_kick(p, tctx, enq_flags, &cl);
 		return;
 	}
 
 	if (cfg.slice_mode == SLICE_SPLIT)
 		rr_wait_begin(tctx, cpu);
-	key = rr_key(tctx, &cfg);
+	cl.key = rr_key(tctx, &cfg);
 	kwait_note(p, llc, tctx->enq_at_ns);
-	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg.slice_ns, key,
+	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg.slice_ns, cl.key,
 				 enq_flags);
 	llc_hint_set(llc, DSQ_RR);
-	preempt_or_kick(p, tctx, key, enq_flags, sync);
+	cl.floor = wake_floor(llc, SLEEP_CREDIT_SLICES * cfg.slice_ns);
+	cl.sync = sync;
+	preempt_or_kick(p, tctx, enq_flags, &cl);
 }
 
 void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
@@ -715,6 +721,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	tctx->exec_at_ns = now;
 	tctx->unseen_ns = 0;
 	tctx->fifo_head = false;
+	tctx->woke = false;
 	/* The wait the guard bounds (throttled time not included). */
 	if (tctx->enq_at_ns && now > tctx->enq_at_ns &&
 	    now - tctx->enq_at_ns > tctx->max_wait_ns)
@@ -764,7 +771,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	 */
 	cctx->curr_preemptible = !is_pcpu_kthread(p) && !tctx->urgent;
 	tctx->urgent = 0;
-	cctx->curr_deadline = rr_deadline(tctx->vtime, slice, tctx->weight);
+	set_curr_turn(cctx, tctx->vtime, slice, tctx->weight);
 	/*
 	 * A kernel thread's turn (kthread_turn()) has the earliest claim: a
 	 * waking FIFO task preempts it (and it goes on from the urgent

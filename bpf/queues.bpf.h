@@ -332,6 +332,18 @@ static u64 rr_deadline(u64 vtime, u64 slice_ns, u32 weight)
 }
 
 /*
+ * An RR turn of @slice_ns starting at vtime @vtime, of a task of @weight,
+ * runs on @cctx's CPU: what wakeups weigh their claim against
+ * (may_preempt()).
+ */
+static void set_curr_turn(struct cpu_ctx *cctx, u64 vtime, u64 slice_ns,
+			  u32 weight)
+{
+	cctx->curr_span = vtime_cost(slice_ns, weight);
+	cctx->curr_deadline = vtime + cctx->curr_span;
+}
+
+/*
  * @tctx's vtime with its idle credit limited to @credit_ns (weighted)
  * behind its LLC's clock.
  */
@@ -485,22 +497,64 @@ static bool may_claim(const struct task_ctx *tctx, u64 enq_flags)
 	return tctx->class == CLASS_FIFO || (enq_flags & SCX_ENQ_WAKEUP);
 }
 
+/* What a queued task claims against the running turns (may_preempt()). */
+struct claim {
+	u64 key;	/* RR: its queue key, the deadline of its next turn */
+	u64 floor;	/* RR: where a running turn's lag stops counting */
+	bool sync;	/* woken by a sync wakeup (a pipe or socket write) */
+};
+
 /*
- * Return true if queued task @tctx (class FIFO, or RR with queue key @key)
- * has more claim to a CPU than the turn running on @cctx's CPU: a FIFO task
- * preempts an RR task, and a waking RR task an RR task whose turn ends
- * later in virtual time (the EEVDF rule: earlier virtual deadline runs
- * first). A per-CPU kernel thread and a turn the guard granted are never
- * preempted. *@deadline is set to the running turn's deadline.
+ * Return true if queued task @tctx (class FIFO, or RR with queue key
+ * @c->key) has more claim to a CPU than the turn running on @cctx's CPU:
+ * a FIFO task preempts an RR task, and a waking RR task an RR task whose
+ * turn ends later in virtual time (the EEVDF rule: earlier virtual
+ * deadline runs first). A per-CPU kernel thread and a turn the guard
+ * granted are never preempted. *@deadline is set to the running turn's
+ * deadline, counted from no earlier than @c->floor: the LLC's clock less
+ * the credit a waking task keeps for its sleep (0 for a FIFO task).
+ *
+ * The clock follows the task furthest ahead, so a hog on a CPU whose
+ * tasks' vtimes move slower than another CPU's (a nice 5 hog beside a
+ * nice 10 hog alone on the other CPU) falls ever further behind it,
+ * without being owed anything on its own CPU. Counted from where it was,
+ * its lag outweighed every waking task placed near the clock: a sleeper
+ * pinned beside it waited until the hog's vtime climbed past its own (a
+ * median 22-48 ms per 2 ms nap; the default scheduler 1.7 ms). Lag beyond
+ * a sleeper's credit now gives no claim against a waking task, here and
+ * in rr_keep_prev(); where runnable tasks meet (the queue order,
+ * rr_keep_prev() against a task that did not wake) it still counts, so
+ * weighted shares are unchanged.
  */
 static bool may_preempt(const struct cpu_ctx *cctx, const struct task_ctx *tctx,
-			u64 key, u64 enq_flags, u64 *deadline)
+			const struct claim *c, u64 enq_flags, u64 *deadline)
 {
+	u64 dl, floor = c->floor;
+
 	if (!may_claim(tctx, enq_flags) || !cctx->curr_valid ||
 	    !cctx->curr_preemptible || cctx->curr_class != CLASS_RR)
 		return false;
-	*deadline = cctx->curr_deadline;
-	return tctx->class == CLASS_FIFO || key < *deadline;
+	dl = cctx->curr_deadline;
+	/* 0: a kernel thread's turn, which no RR wakeup preempts. */
+	if (dl && dl < floor + cctx->curr_span)
+		dl = floor + cctx->curr_span;
+	*deadline = dl;
+	return tctx->class == CLASS_FIFO || c->key < dl;
+}
+
+/*
+ * Where a waking RR task's claim is counted from (may_preempt()): the
+ * clock of @llc less @credit_ns, the sleep credit of rr_wake().
+ */
+static u64 wake_floor(u32 llc, u64 credit_ns)
+{
+	struct llc_ctx *lctx = try_lookup_llc_ctx(llc);
+	u64 now;
+
+	if (!lctx)
+		return 0;
+	now = READ_ONCE(lctx->vtime_now);
+	return now > credit_ns ? now - credit_ns : 0;
 }
 
 /*
@@ -523,7 +577,7 @@ static void kick_home_cpu(const struct task_struct *p, u32 llc)
 }
 
 /*
- * @p (class FIFO, or RR with queue key @key) was just queued: make it run
+ * @p (class FIFO, or RR with claim @cl) was just queued: make it run
  * soon. The CPU it is assigned to is preempted if its turn has less claim
  * (may_preempt()); else an idle CPU is woken; else the CPU of its LLC
  * whose running turn has the least claim (the latest deadline) is
@@ -535,20 +589,20 @@ static void kick_home_cpu(const struct task_struct *p, u32 llc)
  * different CPUs first.
  */
 static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
-			    u64 key, u64 enq_flags, bool sync)
+			    u64 enq_flags, const struct claim *cl)
 {
 	s32 cpu = scx_bpf_task_cpu(p), victim = -1, c;
 	u32 llc = llc_of(cpu), i;
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	u64 dl = 0, worst = 0;
 	/*
-	 * A sync wakeup (@sync: a pipe or socket write) does not preempt
+	 * A sync wakeup (@cl->sync: a pipe or socket write) does not preempt
 	 * its waker: the waker usually blocks next (to read the answer),
 	 * and preempting it makes every exchange two context switches.
 	 * The wakee waits for the waker to block or its turn to end, unless
 	 * another CPU has a turn it may preempt.
 	 */
-	s32 waker = sync ? (s32)bpf_get_smp_processor_id() : -1;
+	s32 waker = cl->sync ? (s32)bpf_get_smp_processor_id() : -1;
 
 	/*
 	 * Such an RR task that wakes waits for a turn to end or an idle CPU
@@ -568,7 +622,7 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 	}
 	if (cpu == waker)
 		cctx = NULL;
-	if (cctx && may_preempt(cctx, tctx, key, enq_flags, &dl)) {
+	if (cctx && may_preempt(cctx, tctx, cl, enq_flags, &dl)) {
 		victim = cpu;
 	} else {
 		c = pick_idle_near(p, llc);
@@ -586,7 +640,7 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 				continue;
 			cctx = try_lookup_cpu_ctx(c);
 			if (cctx &&
-			    may_preempt(cctx, tctx, key, enq_flags, &dl) &&
+			    may_preempt(cctx, tctx, cl, enq_flags, &dl) &&
 			    dl >= worst) {
 				worst = dl;
 				victim = c;
@@ -615,9 +669,10 @@ static bool fifo_preempt_local(struct task_struct *p, struct task_ctx *tctx,
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
+	struct claim cl = {};
 	u64 dl;
 
-	if (!cctx || !may_preempt(cctx, tctx, 0, enq_flags, &dl) ||
+	if (!cctx || !may_preempt(cctx, tctx, &cl, enq_flags, &dl) ||
 	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) ||
 	    scx_bpf_dsq_nr_queued(dsq_id(DSQ_FIFO, llc)) ||
 	    scx_bpf_dsq_nr_queued(dsq_id(DSQ_URGENT, llc)))
@@ -651,6 +706,14 @@ static u64 turn_vtime_now(const struct task_ctx *tctx, u64 now)
 	return v > tctx->vtime ? v : tctx->vtime;
 }
 
+/* Return true if queued task @p was queued by its wakeup (task_ctx.woke). */
+static bool queued_by_wakeup(struct task_struct *p)
+{
+	struct task_ctx *tctx = try_lookup_task_ctx(p);
+
+	return tctx && tctx->woke;
+}
+
 /*
  * Return true if RR task @prev may keep @cpu for another turn of @slice_ns:
  * that turn's deadline is still the earliest among the queued tasks that
@@ -661,25 +724,34 @@ static u64 turn_vtime_now(const struct task_ctx *tctx, u64 now)
  * way and consume() picks by deadline. The kernel brings a running task's
  * runtime up to date only at ticks, so a slice that the slice timer ended
  * between two ticks is not charged yet: its vtime is taken to be at least
- * where the elapsed turn puts it.
+ * where the elapsed turn puts it. Against a task queued by its wakeup,
+ * @prev's lag counts only up to a sleeper's credit, as in may_preempt():
+ * the wakeup that preempted @prev on that ground gets the CPU.
  */
 static bool rr_keep_prev(struct task_ctx *pctx, s32 cpu, u32 llc, u64 now,
 			 u64 slice_ns)
 {
 	struct task_struct *head;
+	bool runs_here;
 	u32 seen = 0;
-	u64 dl;
+	u64 dl, span, floor, key;
 
 	/* Nothing queued: no iterator (it takes the queue's lock per step). */
 	if (!scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))
 		return true;
-	dl = rr_deadline(turn_vtime_now(pctx, now), slice_ns, pctx->weight);
+	span = vtime_cost(slice_ns, pctx->weight);
+	dl = turn_vtime_now(pctx, now) + span;
 	bpf_for_each(scx_dsq, head, dsq_id(DSQ_RR, llc), 0) {
-		if (dl <= head->scx.dsq_vtime)
-			return true;
-		if (bpf_cpumask_test_cpu(cpu, head->cpus_ptr))
-			return false;
-		if (++seen >= KEEP_SCAN_TASKS)
+		key = head->scx.dsq_vtime;
+		runs_here = bpf_cpumask_test_cpu(cpu, head->cpus_ptr);
+		if (key >= dl) {
+			/* The earliest deadline: only a waking task may go. */
+			if (!runs_here || !queued_by_wakeup(head))
+				return true;
+			floor = wake_floor(llc, SLEEP_CREDIT_SLICES * slice_ns);
+			return key >= floor + span;
+		}
+		if (runs_here || ++seen >= KEEP_SCAN_TASKS)
 			return false;
 	}
 	return true;

@@ -115,7 +115,7 @@ struct task_ctx {
 	u8 urgent;		/* moved to URGENT; its turn is not preempted */
 	u8 ran_out;		/* it ran its last turn out (turn_ran_out()) */
 	u8 sync_wake;		/* woken by a sync wakeup (select_cpu), once */
-	u8 __pad[1];
+	u8 woke;		/* queued by its wakeup, not run since */
 	s32 rr_cpu;		/* CPU whose nr_rr_waiting counts it, or -1 */
 	u32 rel_pending;	/* released by its cgroups, not run yet */
 	u32 __pad2;
@@ -147,12 +147,13 @@ struct cpu_ctx {
 	u64 turn;		/* bumped each time a task starts running */
 	u64 timer_turn;		/* the turn the slice timer was armed for */
 	u64 curr_deadline;	/* RR: vtime at which the running turn ends */
+	u64 curr_span;		/* RR: vtime cost of that turn's slice */
 	u32 curr_class;		/* class of the running task */
 	u8 curr_valid;		/* a task of ours is running */
 	u8 curr_preemptible;	/* it may be preempted (not a pcpu kthread) */
 	u8 __pad[2];
 	s64 nr_rr_waiting;	/* queued RR tasks assigned to this CPU */
-	u64 __pad2[7];
+	u64 __pad2[6];
 };
 
 struct {

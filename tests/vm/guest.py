@@ -562,6 +562,18 @@ def scenario_sync_wakeup(out):
         preempts[name] = counter_now("wake_preempt") - before
         wakes[name] = out_s.split()
     kill_all([hog])
+    # The same 2 ms sleeper beside a nice 5 hog on CPU 1 while a nice 10
+    # hog runs alone on CPU 0: the nice 10 hog's vtime (3 times as fast)
+    # carries the LLC's clock, so the nice 5 hog falls ever further behind
+    # it, and the sleeper, placed near the clock as it wakes, must still
+    # get CPU 1 within a tick or so.
+    hogs = [spawn_hog(10, cpus=0), spawn_hog(5, cpus=1)]
+    time.sleep(1)
+    sleeper = spawn_hog(0, cpus=1, cmd=[PY, "-c", SLEEPER, "4", "0.002"],
+                        stdout=subprocess.PIPE)
+    out_s, _ = sleeper.communicate(timeout=120)
+    wakes["lagging_hog"] = out_s.split()
+    kill_all(hogs)
     rc = d.stop()
     return {"rc_pair": r["rc"], "out": r["stdout"].split(), "err": r["stderr"][-500:], "rc": rc,
             "wake_preempts": preempts, "wakes": wakes}
