@@ -467,7 +467,7 @@ static void unpark(const struct task_struct *p, struct task_ctx *tctx,
 		return;
 	tctx->parked = false;
 	if (tctx->class == CLASS_RR)
-		rr_requeue(tctx, cfg);
+		rr_requeue(tctx, cfg, scx_bpf_task_cpu(p));
 	bw_unpark(&tctx->bw, end);
 	trace_task(TRACE_RELEASE, p, tctx, 0, end);
 }
@@ -517,7 +517,8 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
 			if (tctx)
 				scx_bpf_dsq_move_set_vtime(
 					BPF_FOR_EACH_ITER,
-					rr_release_key(tctx, cfg));
+					rr_release_key(tctx, cfg,
+						       scx_bpf_task_cpu(p)));
 			scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p,
 					       dsq_id(DSQ_RR, llc), 0);
 		}
@@ -555,7 +556,8 @@ static void cg_release(struct bpf_iter_scx_dsq *it, struct task_struct *p,
 	} else {
 		if (tctx)
 			scx_bpf_dsq_move_set_vtime(it,
-						   rr_release_key(tctx, cfg));
+						   rr_release_key(tctx, cfg,
+							scx_bpf_task_cpu(p)));
 		ok = scx_bpf_dsq_move_vtime(it, p, dsq_id(DSQ_RR, llc), 0);
 	}
 	if (ok) {

@@ -22,15 +22,20 @@
  *    runtime * 100 / p->scx.weight. They are queued by the virtual
  *    deadline of their next turn (vtime + slice * 100 / weight, as EEVDF
  *    picks), so the CPU splits by weight and a nice 0 task is not kept
- *    behind a nice 5 task's long virtual turn. A task that wakes keeps at
- *    most SLEEP_CREDIT_SLICES slices of credit for its sleep; one that
- *    stays runnable (or waits throttled) keeps its lag up to
- *    RUNNABLE_LAG_SLICES slices behind the LLC's clock. A turn is
+ *    behind a nice 5 task's long virtual turn. Each CPU has a clock
+ *    that follows the tasks it starts (written by that CPU only); a task
+ *    queued from a CPU is kept within bounds of its clock: at most
+ *    SLEEP_CREDIT_SLICES slices of credit for a sleep, a lag of
+ *    RUNNABLE_LAG_SLICES slices if it stayed runnable (or waited
+ *    throttled), at most one turn of its own ahead. CPUs whose tasks'
+ *    vtimes move at different speeds (pinned tasks of different nice)
+ *    so never push one another's tasks to a bound. The LLC's clock (the
+ *    fastest) places new tasks and tasks that change LLC. A turn is
  *    slice_ns (split mode: divided by the RR tasks waiting per CPU of the
  *    LLC, plus one), decided when the turn
  *    starts. A waking RR task preempts the running RR turn with the
  *    latest deadline later than its own, on its CPU or else in its LLC
- *    (a running turn's lag counts up to a sleeper's credit: a hog that
+ *    (a running turn's lag counts up to a sleeper's credit: a task that
  *    fell far behind the clock is not owed CPU against wakeups),
  *    but never its waker's after a sync wakeup (a pipe or socket write:
  *    the waker usually blocks next); SCHED_BATCH and SCHED_IDLE tasks
@@ -144,7 +149,8 @@
  * State (state.bpf.h). Task state is in task local storage (no pid keys:
  * exec from any thread and pid reuse cannot mix tasks; no entry limit).
  * Per-CPU context (an ARRAY indexed by CPU, written only by that CPU),
- * per-LLC context (RR clock and timer, written by that LLC's CPUs), a
+ * per-LLC context (RR clock for joins and timer, written by that LLC's
+ * CPUs), a
  * per-CPU counters array. The configuration is a two-slot snapshot with a
  * sequence number, copied once per callback. Nothing is written by every
  * CPU on the hot path, and no global lock is taken.
@@ -381,15 +387,15 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 	if (pctx->class == CLASS_RR) {
 		/*
 		 * The renewed turn starts where the one that ends got to
-		 * (turn_begin()). The LLC's clock moves too, as far as the
+		 * (turn_begin()). The clocks move too, as far as the
 		 * task's vtime moved in that turn: moved only at starts, it
 		 * stayed where a task running on alone had started, and a
 		 * task that joined later (forked, woken) was placed that far
 		 * behind it (after 3 s alone, a hog got 3% of its CPU for
 		 * seconds beside a newcomer).
 		 */
-		advance_llc_clock(llc, pctx->turn_vtime,
-				  step > cfg->slice_ns ? step : cfg->slice_ns);
+		advance_clocks(llc, cctx, pctx->turn_vtime,
+			       step > cfg->slice_ns ? step : cfg->slice_ns);
 		/*
 		 * Wakeups weigh their claim against the renewed turn's
 		 * deadline. Left at the first turn's, a hog that ran on
@@ -479,7 +485,7 @@ s32 BPF_STRUCT_OPS(fairquota_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (refresh_task(p, tctx, &cfg, now))
 		return cpu;
 	set_task_llc(tctx, llc_of(cpu));
-	rr_wake(tctx, &cfg);
+	rr_wake(tctx, &cfg, cpu);
 	/* A kernel thread's turn starts here too (kthread_turn()). */
 	kthread_turn(p, tctx, cfg.slice_ns, true);
 	tctx->enq_at_ns = now;
@@ -522,9 +528,9 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	set_task_llc(tctx, llc);
 	tctx->woke = !!(enq_flags & SCX_ENQ_WAKEUP);
 	if (tctx->woke)
-		rr_wake(tctx, &cfg);
+		rr_wake(tctx, &cfg, cpu);
 	else
-		rr_requeue(tctx, &cfg);
+		rr_requeue(tctx, &cfg, cpu);
 	/*
 	 * Only a FIFO task preempted while running (ops.stopping() set
 	 * fifo_head; a yield clears it) resumes at the head. Both marks are
@@ -616,7 +622,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg.slice_ns, cl.key,
 				 enq_flags);
 	llc_hint_set(llc, DSQ_RR);
-	cl.floor = wake_floor(llc, SLEEP_CREDIT_SLICES * cfg.slice_ns);
+	cl.credit = SLEEP_CREDIT_SLICES * cfg.slice_ns;
 	cl.sync = sync;
 	preempt_or_kick(p, tctx, enq_flags, &cl);
 }
@@ -756,7 +762,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 		stat_inc(CNT_FIFO_DISPATCH);
 	} else {
 		stat_inc(CNT_RR_DISPATCH);
-		advance_llc_clock(llc, tctx->vtime, cfg.slice_ns);
+		advance_clocks(llc, cctx, tctx->vtime, cfg.slice_ns);
 	}
 
 	if (!cctx)
@@ -797,6 +803,11 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 	read_config(&cfg);
 	now = bpf_ktime_get_ns();
 	charge(p, tctx, &cfg, now, runnable);
+	if (tctx->class == CLASS_RR) {
+		tctx->turn_step = turn_cost(tctx, now);
+		if (cctx)
+			cctx->turn_step = tctx->turn_step;
+	}
 	trace_task(TRACE_STOP, p, tctx, runnable, now);
 	tctx->ran_out = runnable && turn_ran_out(tctx, now);
 	/* A FIFO task preempted while running resumes at the head. */
@@ -848,10 +859,18 @@ s32 BPF_STRUCT_OPS(fairquota_init_task, struct task_struct *p,
  */
 void BPF_STRUCT_OPS(fairquota_update_idle, s32 cpu, bool idle)
 {
+	struct cpu_ctx *cctx;
 	u32 llc, kind;
 
 	if (!idle)
 		return;
+	/*
+	 * Its RR clock goes stale while it idles: tasks queued from it go
+	 * by the LLC's until it starts one (cpu_clock(), advance_clocks()).
+	 */
+	cctx = try_lookup_cpu_ctx(cpu);
+	if (cctx)
+		WRITE_ONCE(cctx->vclock, 0);
 	cg_pending_idle();
 	llc = llc_of(cpu);
 	bpf_for(kind, 0, DSQ_THROTTLED) {

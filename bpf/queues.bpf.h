@@ -344,52 +344,96 @@ static void set_curr_turn(struct cpu_ctx *cctx, u64 vtime, u64 slice_ns,
 }
 
 /*
- * @tctx's vtime with its idle credit limited to @credit_ns (weighted)
- * behind its LLC's clock.
+ * The RR clock of @cpu: it follows the tasks started there
+ * (advance_clocks()) while it stays busy; its LLC's clock once it went
+ * idle (a clock left from before an idle spell or hotplug would hold
+ * tasks queued there far back or ahead), 0 if neither.
  */
-static u64 credited_vtime(const struct task_ctx *tctx, u64 credit_ns)
+static u64 cpu_clock(s32 cpu)
 {
-	struct llc_ctx *lctx = try_lookup_llc_ctx(tctx->llc);
-	u64 now, floor, v = tctx->vtime;
+	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
+	struct llc_ctx *lctx;
+	u64 now = cctx ? READ_ONCE(cctx->vclock) : 0;
 
-	if (lctx) {
-		now = READ_ONCE(lctx->vtime_now);
-		floor = now > credit_ns ? now - credit_ns : 0;
-		if (v < floor)
-			v = floor;
-	}
-	return v;
+	if (now)
+		return now;
+	lctx = try_lookup_llc_ctx(llc_of(cpu));
+	return lctx ? READ_ONCE(lctx->vtime_now) : 0;
 }
 
 /*
- * @tctx wakes up: it keeps at most SLEEP_CREDIT_SLICES slices of credit
- * for the time it slept. The vtime itself moves, so the queue key,
- * rr_keep_prev() and preemption all read the same value (with only the
- * key limited, a task that had slept 3 s beside a hog kept its CPU for a
- * second: 96% instead of half).
+ * @tctx's vtime with its lag limited to @credit_ns (weighted) behind
+ * @cpu's clock, the CPU it is queued from.
+ *
+ * The limits count from the CPU's clock, not the LLC's: tasks pinned to
+ * CPUs whose tasks' vtimes move at different speeds (a nice 0 and a nice
+ * 5 hog on one CPU, a nice 10 hog alone on another: 0.75 and 9 times real
+ * time) drift apart for ever, and the LLC's clock follows the fastest.
+ * Counted from it, every task of the slower CPU was held at the limit: a
+ * queued pair there was put at the same vtime at each of its turns and
+ * split 50/50 instead of 75/25, and a task that woke there waited for the
+ * pair's vtimes to climb past its own (a median 27-104 ms per 2 ms nap,
+ * the default scheduler 1.7 ms). Each CPU's clock is written by that CPU
+ * alone.
+ *
+ * A task is also kept within one turn of its own (its slice's span, or
+ * what its last turn moved if more) plus SLEEP_CREDIT_SLICES slices ahead
+ * of the clock: a task that comes from a faster CPU (or is new: tasks
+ * start at the LLC's clock) would otherwise wait on the slower one until
+ * its tasks caught up, for ever while they stay slower (its lag is kept,
+ * within these bounds, as EEVDF keeps a migrating task's). Tasks that
+ * share a CPU stay within about a turn of its clock, so their split is
+ * untouched. With the slice's span alone, a turn that overran its slice
+ * (ticks 20 ms apart on 8 vCPUs under TCG) was cut back to it, and nice
+ * 0 : nice 5 pairs there split 53-60% : 40-47%; now 75.1-75.4%.
  */
-static void rr_wake(struct task_ctx *tctx, const struct fq_config *cfg)
+static u64 credited_vtime(const struct task_ctx *tctx, u64 credit_ns,
+			  s32 cpu, u64 slice_ns)
+{
+	u64 now = cpu_clock(cpu), v = tctx->vtime, ceil;
+
+	if (!now)
+		return v;
+	if (now > credit_ns && v < now - credit_ns)
+		return now - credit_ns;
+	ceil = vtime_cost(slice_ns, tctx->weight);
+	if (tctx->turn_step > ceil)
+		ceil = tctx->turn_step;
+	ceil += now + SLEEP_CREDIT_SLICES * slice_ns;
+	return v > ceil ? ceil : v;
+}
+
+/*
+ * @tctx, queued from @cpu, wakes up: it keeps at most SLEEP_CREDIT_SLICES
+ * slices of credit for the time it slept. The vtime itself moves, so the
+ * queue key, rr_keep_prev() and preemption all read the same value (with
+ * only the key limited, a task that had slept 3 s beside a hog kept its
+ * CPU for a second: 96% instead of half).
+ */
+static void rr_wake(struct task_ctx *tctx, const struct fq_config *cfg,
+		    s32 cpu)
 {
 	tctx->vtime = credited_vtime(tctx, SLEEP_CREDIT_SLICES *
-					   cfg->slice_ns);
+					   cfg->slice_ns, cpu, cfg->slice_ns);
 }
 
 /*
- * @tctx is queued again without having slept (its turn ended, it was
- * preempted or requeued, or its throttled wait ended): it keeps its lag,
- * up to RUNNABLE_LAG_SLICES slices behind the LLC's clock. That is far
- * more than the turns by which tasks sharing a CPU differ, so a weighted
- * split is exact; but the clock follows the task furthest ahead, so tasks
- * on a CPU busier than the others fall behind it, and the limit keeps
- * them from holding a CPU for seconds once they meet the others. The
- * vtime moves, not just the key: rr_keep_prev() reads it. With the key
- * alone limited (to 1, then 4 slices), a nice 0 task beside a nice 5 one
- * on one CPU got 56-96% instead of 75% from run to run.
+ * @tctx is queued again from @cpu without having slept (its turn ended, it
+ * was preempted or requeued, or its throttled wait ended): it keeps its
+ * lag, up to RUNNABLE_LAG_SLICES slices behind the CPU's clock. That is
+ * far more than the turns by which tasks sharing a CPU differ, so a
+ * weighted split is exact; but tasks of a CPU busier than the others fall
+ * behind theirs, and the limit keeps them from holding a CPU for seconds
+ * once they meet the others. The vtime moves, not just the key:
+ * rr_keep_prev() reads it. With the key alone limited (to 1, then 4
+ * slices), a nice 0 task beside a nice 5 one on one CPU got 56-96%
+ * instead of 75% from run to run.
  */
-static void rr_requeue(struct task_ctx *tctx, const struct fq_config *cfg)
+static void rr_requeue(struct task_ctx *tctx, const struct fq_config *cfg,
+		       s32 cpu)
 {
 	tctx->vtime = credited_vtime(tctx, RUNNABLE_LAG_SLICES *
-					   cfg->slice_ns);
+					   cfg->slice_ns, cpu, cfg->slice_ns);
 }
 
 /* RR queue key of @tctx: the deadline of its next turn. */
@@ -399,39 +443,66 @@ static u64 rr_key(const struct task_ctx *tctx, const struct fq_config *cfg)
 }
 
 /*
- * RR queue key of parked @tctx as its throttled wait ends: its lag limited
- * as rr_requeue() does. The release runs in a timer without the task's rq
- * lock, so only the key is limited here; unpark() moves the vtime when the
- * task runs.
+ * RR queue key of parked @tctx, last on @cpu, as its throttled wait ends:
+ * its lag limited as rr_requeue() does. The release runs in a timer
+ * without the task's rq lock, so only the key is limited here; unpark()
+ * moves the vtime when the task runs.
  */
 static u64 rr_release_key(const struct task_ctx *tctx,
-			  const struct fq_config *cfg)
+			  const struct fq_config *cfg, s32 cpu)
 {
 	return rr_deadline(credited_vtime(tctx, RUNNABLE_LAG_SLICES *
-						cfg->slice_ns),
+						cfg->slice_ns, cpu,
+					  cfg->slice_ns),
 			   cfg->slice_ns, tctx->weight);
 }
 
+/* Move clock *@clock towards @vtime by at most @max_step. */
+static void clock_follow(u64 *clock, u64 vtime, u64 max_step)
+{
+	u64 now = READ_ONCE(*clock), cap = now + max_step;
+
+	if (vtime > now)
+		WRITE_ONCE(*clock, vtime < cap ? vtime : cap);
+}
+
 /*
- * An RR task with vtime @vtime starts (or goes on with) a turn in @llc: the
- * LLC's clock (where tasks that join the LLC are placed) follows it, but
- * by at most @max_step per turn (one slice at a start). A task far ahead of
- * the others (a low-weight task, whose vtime grows fast, started by the
- * guard or on an idle CPU) must not drag the clock: every task placed at
- * it afterwards would wait until the others caught up (measured on 8
- * vCPUs: 16 hogs at 18-90% each, the guard rescuing the waiters).
+ * An RR task with vtime @vtime starts (or goes on with) a turn in @llc, on
+ * the CPU of @cctx: the LLC's clock (where tasks that join the LLC are
+ * placed) and the CPU's (from which lags are limited, credited_vtime())
+ * follow it, but by at most @max_step per turn (one slice at a start). A
+ * task far ahead of the others (a low-weight task, whose vtime grows fast,
+ * started by the guard or on an idle CPU) must not drag a clock: every
+ * task placed at it afterwards would wait until the others caught up
+ * (measured on 8 vCPUs: 16 hogs at 18-90% each, the guard rescuing the
+ * waiters).
  */
-static void advance_llc_clock(u32 llc, u64 vtime, u64 max_step)
+static void advance_clocks(u32 llc, struct cpu_ctx *cctx, u64 vtime,
+			   u64 max_step)
 {
 	struct llc_ctx *lctx = try_lookup_llc_ctx(llc);
-	u64 now, cap;
 
-	if (!lctx)
+	if (lctx)
+		clock_follow(&lctx->vtime_now, vtime, max_step);
+	if (!cctx)
 		return;
-	now = READ_ONCE(lctx->vtime_now);
-	cap = now + max_step;
-	if (vtime > now)
-		WRITE_ONCE(lctx->vtime_now, vtime < cap ? vtime : cap);
+	/*
+	 * The first RR task since the CPU went idle (which forgets its
+	 * clock, fairquota_update_idle()): from the LLC's.
+	 */
+	if (!READ_ONCE(cctx->vclock) && lctx)
+		WRITE_ONCE(cctx->vclock, READ_ONCE(lctx->vtime_now));
+	/*
+	 * The CPU's clock is moved by that CPU's starts alone, so it must
+	 * keep up with turns that overran their slice: by up to the vtime
+	 * the CPU's last turn moved. Held to a slice per start, it fell
+	 * behind the tasks when ticks came 20 ms apart (8 vCPUs under TCG),
+	 * and the limit one turn ahead of it then put a nice 0 : nice 5 pair
+	 * at the same vtime at each turn: 53-56% instead of 75%.
+	 */
+	if (cctx->turn_step > max_step)
+		max_step = cctx->turn_step;
+	clock_follow(&cctx->vclock, vtime, max_step);
 }
 
 /*
@@ -500,7 +571,7 @@ static bool may_claim(const struct task_ctx *tctx, u64 enq_flags)
 /* What a queued task claims against the running turns (may_preempt()). */
 struct claim {
 	u64 key;	/* RR: its queue key, the deadline of its next turn */
-	u64 floor;	/* RR: where a running turn's lag stops counting */
+	u64 credit;	/* RR: a sleeper's credit (where lag stops counting) */
 	bool sync;	/* woken by a sync wakeup (a pipe or socket write) */
 };
 
@@ -511,50 +582,37 @@ struct claim {
  * turn ends later in virtual time (the EEVDF rule: earlier virtual
  * deadline runs first). A per-CPU kernel thread and a turn the guard
  * granted are never preempted. *@deadline is set to the running turn's
- * deadline, counted from no earlier than @c->floor: the LLC's clock less
- * the credit a waking task keeps for its sleep (0 for a FIFO task).
- *
- * The clock follows the task furthest ahead, so a hog on a CPU whose
- * tasks' vtimes move slower than another CPU's (a nice 5 hog beside a
- * nice 10 hog alone on the other CPU) falls ever further behind it,
- * without being owed anything on its own CPU. Counted from where it was,
- * its lag outweighed every waking task placed near the clock: a sleeper
- * pinned beside it waited until the hog's vtime climbed past its own (a
- * median 22-48 ms per 2 ms nap; the default scheduler 1.7 ms). Lag beyond
- * a sleeper's credit now gives no claim against a waking task, here and
- * in rr_keep_prev(); where runnable tasks meet (the queue order,
- * rr_keep_prev() against a task that did not wake) it still counts, so
- * weighted shares are unchanged.
+ * deadline, counted from no earlier than that CPU's clock less @c->credit,
+ * the credit a waking task keeps for its sleep (0 for a FIFO task): lag
+ * beyond it gives no claim against a waking task, here and in
+ * rr_keep_prev(). A running task lags its CPU's clock when it came from a
+ * CPU whose tasks' vtimes moved slower (up to RUNNABLE_LAG_SLICES
+ * slices), or runs beside a task far ahead; before, when lags counted
+ * from the LLC's clock, a sleeper pinned beside a hog that lagged it
+ * waited until the hog's vtime climbed past its own (a median 22-48 ms
+ * per 2 ms nap; the default scheduler 1.7 ms). Where runnable tasks meet
+ * (the queue order, rr_keep_prev() against a task that did not wake) lag
+ * still counts, so weighted shares are unchanged.
  */
 static bool may_preempt(const struct cpu_ctx *cctx, const struct task_ctx *tctx,
 			const struct claim *c, u64 enq_flags, u64 *deadline)
 {
-	u64 dl, floor = c->floor;
+	u64 dl, now, floor;
 
 	if (!may_claim(tctx, enq_flags) || !cctx->curr_valid ||
 	    !cctx->curr_preemptible || cctx->curr_class != CLASS_RR)
 		return false;
 	dl = cctx->curr_deadline;
 	/* 0: a kernel thread's turn, which no RR wakeup preempts. */
-	if (dl && dl < floor + cctx->curr_span)
-		dl = floor + cctx->curr_span;
+	if (c->credit && dl) {
+		now = READ_ONCE(cctx->vclock);
+		floor = (now > c->credit ? now - c->credit : 0) +
+			cctx->curr_span;
+		if (dl < floor)
+			dl = floor;
+	}
 	*deadline = dl;
 	return tctx->class == CLASS_FIFO || c->key < dl;
-}
-
-/*
- * Where a waking RR task's claim is counted from (may_preempt()): the
- * clock of @llc less @credit_ns, the sleep credit of rr_wake().
- */
-static u64 wake_floor(u32 llc, u64 credit_ns)
-{
-	struct llc_ctx *lctx = try_lookup_llc_ctx(llc);
-	u64 now;
-
-	if (!lctx)
-		return 0;
-	now = READ_ONCE(lctx->vtime_now);
-	return now > credit_ns ? now - credit_ns : 0;
 }
 
 /*
@@ -734,7 +792,7 @@ static bool rr_keep_prev(struct task_ctx *pctx, s32 cpu, u32 llc, u64 now,
 	struct task_struct *head;
 	bool runs_here;
 	u32 seen = 0;
-	u64 dl, span, floor, key;
+	u64 dl, span, floor, credit, key;
 
 	/* Nothing queued: no iterator (it takes the queue's lock per step). */
 	if (!scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))
@@ -748,7 +806,9 @@ static bool rr_keep_prev(struct task_ctx *pctx, s32 cpu, u32 llc, u64 now,
 			/* The earliest deadline: only a waking task may go. */
 			if (!runs_here || !queued_by_wakeup(head))
 				return true;
-			floor = wake_floor(llc, SLEEP_CREDIT_SLICES * slice_ns);
+			floor = cpu_clock(cpu);
+			credit = SLEEP_CREDIT_SLICES * slice_ns;
+			floor = floor > credit ? floor - credit : 0;
 			return key >= floor + span;
 		}
 		if (runs_here || ++seen >= KEEP_SCAN_TASKS)

@@ -99,6 +99,7 @@ struct task_ctx {
 	u64 turn_slice_ns;	/* the slice it was given then */
 	u64 max_wait_ns;	/* longest wait, runnable (or released) to running */
 	u64 kturn_end_ns;	/* kernel thread: sum_exec_runtime its turn ends at */
+	u64 turn_step;		/* RR: vtime its last turn moved (stopping) */
 	struct bw_bucket bw;
 	u64 cg_leaf;		/* id of its cgroup when cg_ids was found */
 	u64 cg_gen;		/* fq_config.cg_gen cg_ids is valid for */
@@ -148,12 +149,14 @@ struct cpu_ctx {
 	u64 timer_turn;		/* the turn the slice timer was armed for */
 	u64 curr_deadline;	/* RR: vtime at which the running turn ends */
 	u64 curr_span;		/* RR: vtime cost of that turn's slice */
+	u64 vclock;		/* RR: this CPU's clock (advance_clocks()) */
+	u64 turn_step;		/* RR: vtime the last turn here moved */
 	u32 curr_class;		/* class of the running task */
 	u8 curr_valid;		/* a task of ours is running */
 	u8 curr_preemptible;	/* it may be preempted (not a pcpu kthread) */
 	u8 __pad[2];
 	s64 nr_rr_waiting;	/* queued RR tasks assigned to this CPU */
-	u64 __pad2[6];
+	u64 __pad2[4];
 };
 
 struct {

@@ -562,21 +562,22 @@ def scenario_sync_wakeup(out):
         preempts[name] = counter_now("wake_preempt") - before
         wakes[name] = out_s.split()
     kill_all([hog])
-    # The same 2 ms sleeper beside a nice 5 hog on CPU 1 while a nice 10
-    # hog runs alone on CPU 0: the nice 10 hog's vtime (3 times as fast)
-    # carries the LLC's clock, so the nice 5 hog falls ever further behind
-    # it, and the sleeper, placed near the clock as it wakes, must still
-    # get CPU 1 within a tick or so.
-    hogs = [spawn_hog(10, cpus=0), spawn_hog(5, cpus=1)]
+    # The same 2 ms sleeper beside a nice 0 and a nice 5 hog on CPU 1
+    # while a nice 10 hog runs alone on CPU 0: the vtimes of CPU 0 move 9
+    # times as fast as real time, those of CPU 1 0.75 times, so the two
+    # CPUs' tasks drift apart for ever. The sleeper must still get CPU 1
+    # within a tick or so, and the pair split it 75/25.
+    hogs = [spawn_hog(10, cpus=0), spawn_hog(0, cpus=1), spawn_hog(5, cpus=1)]
     time.sleep(1)
     sleeper = spawn_hog(0, cpus=1, cmd=[PY, "-c", SLEEPER, "4", "0.002"],
                         stdout=subprocess.PIPE)
-    out_s, _ = sleeper.communicate(timeout=120)
-    wakes["lagging_hog"] = out_s.split()
+    out_s, _ = sleeper.communicate(timeout=300)
+    wakes["slow_cpu"] = out_s.split()
+    pair = measure([h.pid for h in hogs[1:]], 4)
     kill_all(hogs)
     rc = d.stop()
     return {"rc_pair": r["rc"], "out": r["stdout"].split(), "err": r["stderr"][-500:], "rc": rc,
-            "wake_preempts": preempts, "wakes": wakes}
+            "wake_preempts": preempts, "wakes": wakes, "slow_pair": pair}
 
 
 # Sleeps argv[2] s and computes 0.3 ms, for argv[1] seconds; prints the
