@@ -27,10 +27,11 @@
  *    queued from a CPU is kept within bounds of its clock: at most
  *    SLEEP_CREDIT_SLICES slices of credit for a sleep, a lag of
  *    RUNNABLE_LAG_SLICES slices if it stayed runnable (or waited
- *    throttled), at most one turn of its own ahead. CPUs whose tasks'
- *    vtimes move at different speeds (pinned tasks of different nice)
- *    so never push one another's tasks to a bound. The LLC's clock (the
- *    fastest) places new tasks and tasks that change LLC. A turn is
+ *    throttled), a waking task at most one turn of its own ahead. CPUs
+ *    whose tasks' vtimes move at different speeds (pinned tasks of
+ *    different nice) so never push one another's tasks to a bound. The
+ *    LLC's clock (the fastest) places new tasks and tasks that change
+ *    LLC, and stands in for a CPU's once it idles. A turn is
  *    slice_ns (split mode: divided by the RR tasks waiting per CPU of the
  *    LLC, plus one), decided when the turn
  *    starts. A waking RR task preempts the running RR turn with the
