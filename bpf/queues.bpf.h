@@ -363,7 +363,7 @@ static u64 cpu_clock(s32 cpu)
 
 /*
  * @tctx's vtime with its lag limited to @credit_ns (weighted) behind
- * @cpu's clock, the CPU it is queued from.
+ * @now, the clock of the CPU it is queued from (cpu_clock()).
  *
  * The limits count from the CPU's clock, not the LLC's: tasks pinned to
  * CPUs whose tasks' vtimes move at different speeds (a nice 0 and a nice
@@ -377,9 +377,9 @@ static u64 cpu_clock(s32 cpu)
  * alone.
  */
 static u64 credited_vtime(const struct task_ctx *tctx, u64 credit_ns,
-			  s32 cpu)
+			  u64 now)
 {
-	u64 now = cpu_clock(cpu), v = tctx->vtime;
+	u64 v = tctx->vtime;
 
 	if (now > credit_ns && v < now - credit_ns)
 		return now - credit_ns;
@@ -406,8 +406,8 @@ static u64 credited_vtime(const struct task_ctx *tctx, u64 credit_ns,
 static void rr_wake(struct task_ctx *tctx, const struct fq_config *cfg,
 		    s32 cpu)
 {
-	u64 v = credited_vtime(tctx, SLEEP_CREDIT_SLICES * cfg->slice_ns, cpu);
 	u64 now = cpu_clock(cpu), ceil = vtime_cost(cfg->slice_ns, tctx->weight);
+	u64 v = credited_vtime(tctx, SLEEP_CREDIT_SLICES * cfg->slice_ns, now);
 
 	if (tctx->turn_step > ceil)
 		ceil = tctx->turn_step;
@@ -431,7 +431,7 @@ static void rr_requeue(struct task_ctx *tctx, const struct fq_config *cfg,
 		       s32 cpu)
 {
 	tctx->vtime = credited_vtime(tctx, RUNNABLE_LAG_SLICES *
-					   cfg->slice_ns, cpu);
+					   cfg->slice_ns, cpu_clock(cpu));
 }
 
 /* RR queue key of @tctx: the deadline of its next turn. */
@@ -450,7 +450,7 @@ static u64 rr_release_key(const struct task_ctx *tctx,
 			  const struct fq_config *cfg, s32 cpu)
 {
 	return rr_deadline(credited_vtime(tctx, RUNNABLE_LAG_SLICES *
-						cfg->slice_ns, cpu),
+						cfg->slice_ns, cpu_clock(cpu)),
 			   cfg->slice_ns, tctx->weight);
 }
 
