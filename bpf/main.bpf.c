@@ -23,7 +23,8 @@
  *    deadline of their next turn (vtime + slice * 100 / weight, as EEVDF
  *    picks), so the CPU splits by weight and a nice 0 task is not kept
  *    behind a nice 5 task's long virtual turn. Each CPU has a clock
- *    that follows the tasks it starts (written by that CPU only); a task
+ *    that follows the tasks it starts, or the task whose turn just ended
+ *    if it is behind and still runnable (written by that CPU only); a task
  *    queued from a CPU is kept within bounds of its clock: at most
  *    SLEEP_CREDIT_SLICES slices of credit for a sleep, a lag of
  *    RUNNABLE_LAG_SLICES slices if it stayed runnable (or waited
@@ -75,7 +76,7 @@
  * Starvation guard (guard.bpf.h). Each LLC has a housekeeping timer that
  * runs every guard/4 (2..20 ms). It moves every RR task that has waited
  * guard_ns and whose turn is next in the RR order (its deadline within a
- * slice of the queue's head), every other RR task that has waited 1 s
+ * slice of the queue's head's, and of the RR turn's running on its CPU), every other RR task that has waited 1 s
  * (RR_GUARD_MAX_NS), and every FIFO task that has waited FIFO_MAX_WAIT_NS
  * (1 s; these two found within AGE_FULL_NS more), to the URGENT queue,
  * which every CPU of the LLC serves first; a running task gives way at
@@ -485,7 +486,7 @@ s32 BPF_STRUCT_OPS(fairquota_select_cpu, struct task_struct *p, s32 prev_cpu,
 	now = bpf_ktime_get_ns();
 	if (refresh_task(p, tctx, &cfg, now))
 		return cpu;
-	set_task_llc(tctx, llc_of(cpu));
+	set_task_llc(tctx, cpu, llc_of(cpu));
 	rr_wake(tctx, &cfg, cpu);
 	/* A kernel thread's turn starts here too (kthread_turn()). */
 	kthread_turn(p, tctx, cfg.slice_ns, true);
@@ -526,7 +527,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	set_task_llc(tctx, llc);
+	set_task_llc(tctx, cpu, llc);
 	tctx->woke = !!(enq_flags & SCX_ENQ_WAKEUP);
 	if (tctx->woke)
 		rr_wake(tctx, &cfg, cpu);
@@ -723,7 +724,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	throttled = refresh_task(p, tctx, &cfg, now);
 	cg_pending_switch(tctx, &cfg);
 	unpark(p, tctx, &cfg, now);
-	set_task_llc(tctx, llc);
+	set_task_llc(tctx, cpu, llc);
 	tctx->last_exec_ns = p->se.sum_exec_runtime;
 	tctx->exec_at_ns = now;
 	tctx->unseen_ns = 0;
@@ -763,7 +764,8 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 		stat_inc(CNT_FIFO_DISPATCH);
 	} else {
 		stat_inc(CNT_RR_DISPATCH);
-		advance_clocks(llc, cctx, tctx->vtime, cfg.slice_ns);
+		advance_clocks(llc, cctx, clock_target(cctx, tctx->vtime),
+			       cfg.slice_ns);
 	}
 
 	if (!cctx)
@@ -809,6 +811,10 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 		if (cctx)
 			cctx->turn_step = tctx->turn_step;
 	}
+	/* What the next start's clocks may follow (clock_target()). */
+	if (cctx)
+		cctx->stop_vtime = runnable && tctx->class == CLASS_RR ?
+				   tctx->vtime : 0;
 	trace_task(TRACE_STOP, p, tctx, runnable, now);
 	tctx->ran_out = runnable && turn_ran_out(tctx, now);
 	/* A FIFO task preempted while running resumes at the head. */

@@ -492,30 +492,56 @@ static void advance_clocks(u32 llc, struct cpu_ctx *cctx, u64 vtime,
 	/*
 	 * The CPU's clock is moved by that CPU's starts alone, so it must
 	 * keep up with turns that overran their slice: by up to the vtime
-	 * the CPU's last turn moved. Held to a slice per start, it fell
-	 * behind the tasks when ticks came 20 ms apart (8 vCPUs under TCG),
-	 * and the limit one turn ahead of it then put a nice 0 : nice 5 pair
-	 * at the same vtime at each turn: 53-56% instead of 75%.
+	 * the CPU's last turn moved, if that turn's task is still runnable
+	 * (it is then one of those the clock follows, clock_target()); by a
+	 * slice after a turn that blocked. Held to a slice per start, it
+	 * fell behind the tasks when ticks came 20 ms apart (8 vCPUs under
+	 * TCG), and the limit one turn ahead of it then put a nice 0 : nice
+	 * 5 pair at the same vtime at each turn: 53-56% instead of 75%.
 	 */
-	if (cctx->turn_step > max_step)
+	if (cctx->turn_step > max_step && cctx->stop_vtime)
 		max_step = cctx->turn_step;
 	clock_follow(&cctx->vclock, vtime, max_step);
 }
 
 /*
- * Move @tctx's RR vtime into @llc's clock when the task changes LLC: it
- * joins with no lag, since the two clocks are unrelated.
+ * Where the clocks follow an RR task with vtime @vtime that starts on the
+ * CPU of @cctx: the lower of its vtime and that of the task whose turn
+ * there just ended, if that task is still runnable (as CFS's min_vruntime
+ * follows the lowest vruntime of its runqueue).
+ *
+ * A task that starts ahead of those it shares the CPU with (a kernel
+ * thread goes first when it wakes; a task may come from a CPU whose clock
+ * is ahead) would otherwise drag the clock past them, by up to what the
+ * CPU's last turn moved (a low-weight task's turn moves far: 100 ms of a
+ * nice 19 task is 6.6 s). The tasks left behind are then raised to the
+ * lag bound at their next requeue (rr_requeue()), which wipes out the
+ * lead a weighted split had built. On 32 vCPUs with a nice 0 : nice 5
+ * pair pinned on each, kernel threads dragged some CPUs' clocks 2.5-4.9 s
+ * per 10 s; one CPU's tasks were raised by 10.5 s in all within 4 s, and
+ * its pair split 71.1% over 10 s (70.2% on another run) where the others
+ * split 74.5-75.5%. Now 74.4% at worst.
  */
-static void set_task_llc(struct task_ctx *tctx, u32 llc)
+static u64 clock_target(const struct cpu_ctx *cctx, u64 vtime)
 {
-	struct llc_ctx *lctx;
+	if (cctx && cctx->stop_vtime && cctx->stop_vtime < vtime)
+		return cctx->stop_vtime;
+	return vtime;
+}
 
+/*
+ * Move @tctx's RR vtime to the clock of @cpu, in @llc, when the task
+ * changes LLC: it joins with no lag, since the two LLCs' clocks are
+ * unrelated. Placed at the LLC's clock, which follows the fastest of its
+ * CPUs, it could come seconds ahead of a slower CPU's tasks and drag that
+ * CPU's clock past them when it started there (advance_clocks()).
+ */
+static void set_task_llc(struct task_ctx *tctx, s32 cpu, u32 llc)
+{
 	if (tctx->llc == llc)
 		return;
 	tctx->llc = llc;
-	lctx = try_lookup_llc_ctx(llc);
-	if (lctx)
-		tctx->vtime = READ_ONCE(lctx->vtime_now);
+	tctx->vtime = cpu_clock(cpu);
 }
 
 /*

@@ -151,12 +151,13 @@ struct cpu_ctx {
 	u64 curr_span;		/* RR: vtime cost of that turn's slice */
 	u64 vclock;		/* RR: this CPU's clock (advance_clocks()) */
 	u64 turn_step;		/* RR: vtime the last turn here moved */
+	u64 stop_vtime;		/* RR: its task's vtime if still runnable, or 0 */
 	u32 curr_class;		/* class of the running task */
 	u8 curr_valid;		/* a task of ours is running */
 	u8 curr_preemptible;	/* it may be preempted (not a pcpu kthread) */
 	u8 __pad[2];
 	s64 nr_rr_waiting;	/* queued RR tasks assigned to this CPU */
-	u64 __pad2[4];
+	u64 __pad2[3];
 };
 
 struct {
