@@ -105,7 +105,8 @@ static u32 overdue(const struct task_struct *p, const struct age_bound *b,
  * has waited far_ns.
  *
  * RR (deadline order): near guard_ns within a slice of the head's
- * deadline (and of the RR turn's running on the task's CPU, turn_head()), far the longer of guard_ns and RR_GUARD_MAX_NS. Behind FIFO
+ * deadline (and of the RR turn's running on the task's CPU, turn_head()),
+ * far the longer of guard_ns and RR_GUARD_MAX_NS. Behind FIFO
  * work, which holds the RR queue still, the guard so serves RR tasks in
  * their weighted order (a nice 5 task a third as often as a nice 0 one, a
  * lone RR task every guard_ns). On a CPU crowded with RR tasks, where a

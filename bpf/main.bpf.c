@@ -76,9 +76,10 @@
  * Starvation guard (guard.bpf.h). Each LLC has a housekeeping timer that
  * runs every guard/4 (2..20 ms). It moves every RR task that has waited
  * guard_ns and whose turn is next in the RR order (its deadline within a
- * slice of the queue's head's, and of the RR turn's running on its CPU), every other RR task that has waited 1 s
- * (RR_GUARD_MAX_NS), and every FIFO task that has waited FIFO_MAX_WAIT_NS
- * (1 s; these two found within AGE_FULL_NS more), to the URGENT queue,
+ * slice of the queue's head's, and of the RR turn's running on its CPU),
+ * every other RR task that has waited 1 s (RR_GUARD_MAX_NS), and every
+ * FIFO task that has waited FIFO_MAX_WAIT_NS (1 s; these two found
+ * within AGE_FULL_NS more), to the URGENT queue,
  * which every CPU of the LLC serves first; a running task gives way at
  * its next tick unless the only urgent task may not run on its CPU.
  * Behind FIFO work the guard so serves RR tasks in their weighted order,

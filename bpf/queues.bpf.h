@@ -520,7 +520,7 @@ static void advance_clocks(u32 llc, struct cpu_ctx *cctx, u64 vtime,
  * pair pinned on each, kernel threads dragged some CPUs' clocks 2.5-4.9 s
  * per 10 s; one CPU's tasks were raised by 10.5 s in all within 4 s, and
  * its pair split 71.1% over 10 s (70.2% on another run) where the others
- * split 74.5-75.5%. Now 74.4% at worst.
+ * split 74.5-75.5%; with this rule, 74.4% at worst.
  */
 static u64 clock_target(const struct cpu_ctx *cctx, u64 vtime)
 {
