@@ -294,10 +294,11 @@ def test_sync_wakee_waits_for_its_waker(binary, tmp_path):
     that naps 50 ms preempts the hog that ran on alone meanwhile: before a
     renewed turn took its own deadline, the hog kept its first turn's and
     the sleeper waited for its slice to end (33-37 of 78 wakeups preempted,
-    median lateness 1.56-1.58 ms; now all, 0.4-0.5 ms). Last, a sleeper
-    pinned beside a nice 0 : nice 5 pair while a nice 10 hog runs alone on
-    the other CPU (the two CPUs' vtimes drift apart for ever): it gets its
-    CPU within a tick or so, and the pair splits 75/25."""
+    median lateness 1.56-1.58 ms; now all, 0.4-0.5 ms, 1.1 ms on a slow
+    host). Last, a sleeper pinned beside a nice 0 : nice 5 pair while a
+    nice 10 hog runs alone on the other CPU (the two CPUs' vtimes drift
+    apart for ever): it gets its CPU within a tick or so, and the pair
+    splits 75/25."""
     r = run_scenario("sync_wakeup", tmp_path)
     print(f"sync wakeup: {r}")
     invol, n = (int(x) for x in r["out"][:2]) if len(r["out"]) >= 2 else (-1, 0)
@@ -321,16 +322,20 @@ def test_sync_wakee_waits_for_its_waker(binary, tmp_path):
         # alone kept its first turn's, and wakeups could not preempt it.
         ("a sleeper waking every 50 ms beside it: wakeup preemptions per wakeup",
          f"{long_preempts}/{long_wakes}", ">= 0.5", long_wakes > 0 and long_preempts >= 0.5 * long_wakes),
-        ("  its median wakeup lateness (us)", long_late, "<= 1000 (1560-1580 before)",
-         0 <= long_late <= 1000),
+        # Waiting for the hog's 3 ms slice to end costs half a slice on
+        # average (1560-1580 us before). A preempting wakeup costs the
+        # emulator's wakeup path: 400-500 us, 1104 us in a CI run of
+        # 9a1d538 on a slow host (79 preemptions in 78 wakeups).
+        ("  its median wakeup lateness (us)", long_late, "<= 1300 (1560-1580 before)",
+         0 <= long_late <= 1300),
         # Before (66d4ba8), lags counted from the LLC's clock, which the
         # nice 10 hog carried: the pair's vtimes were held at the limit
         # behind it (46-54% nice 0), and the sleeper waited for them to
         # climb past its own: 65-157 wakeups, a median lateness of
         # 26-46 ms (default scheduler: 885, 1.7 ms). Now 972, 1.68 ms,
-        # 75.2%.
+        # 75.2% (582, 1.77 ms, 75.0% in a CI run on a slow host).
         ("a 2 ms sleeper on a CPU whose vtimes lag another's: wakeups in 4 s",
-         lag_wakes, ">= 500 (65-157 before)", lag_wakes >= 500),
+         lag_wakes, ">= 350 (65-157 before)", lag_wakes >= 350),
         ("  its median wakeup lateness (us)", lag_late, "<= 5000 (26000-46000 before)",
          0 <= lag_late <= 5000),
         ("  the nice 0 part of the pair beside it (vs nice 5)", f"{nice0_part:.1%}",
