@@ -224,18 +224,23 @@ def sharing(loops):
     return res
 
 
+def run_reqresp(seconds, prefix=()):
+    """One run of reqresp with 2 workers and 200 us per request, through
+    the command `prefix` (e.g. a tracer) if given: its numbers."""
+    out = subprocess.run([*prefix, REQRESP, "2", "200", str(seconds)], capture_output=True, text=True,
+                         timeout=120 + 10 * int(seconds)).stdout.split()
+    return dict(zip(("req_per_s", "p50_us", "p99_us", "max_us"), map(float, out[-4:])))
+
+
 def reqresp():
     res = {}
     for label, nhogs in [("alone", 0), ("beside 2 nice 5 hogs", 2)]:
         hogs = [subprocess.Popen(["nice", "-n", "5", "sh", "-c", "while :; do :; done"]) for _ in range(nhogs)]
         time.sleep(1)
-        out = subprocess.run([REQRESP, "2", "200", "10"], capture_output=True, text=True,
-                             timeout=120).stdout.split()
+        res[label] = run_reqresp(10)
         for h in hogs:
             h.kill()
             h.wait()
-        res[label] = {"req_per_s": float(out[0]), "p50_us": float(out[1]), "p99_us": float(out[2]),
-                      "max_us": float(out[3])}
     return res
 
 

@@ -58,12 +58,6 @@ def split_delays(data):
     return res
 
 
-def reqresp(seconds, prefix=()):
-    out = subprocess.run([*prefix, gb.REQRESP, "2", "200", str(seconds)], capture_output=True,
-                         text=True, timeout=600).stdout.split()
-    return dict(zip(("req_per_s", "p50_us", "p99_us", "max_us"), map(float, out[-4:])))
-
-
 def main():
     out_dir, seconds, binary = sys.argv[1], sys.argv[2], sys.argv[3]
     res = {"kernel": os.uname().release, "ncpu": os.cpu_count()}
@@ -73,8 +67,8 @@ def main():
             log = open(os.path.join(out_dir, "fairquota.log"), "w")
             sched = gb.start_scheduler(binary, log)
         data = os.path.join(out_dir, f"perf-{label}.data")
-        row = {"plain": reqresp(seconds),
-               "traced": reqresp(seconds, ["perf", "sched", "record", "-q", "-a", "-o", data, "--"])}
+        row = {"plain": gb.run_reqresp(seconds),
+               "traced": gb.run_reqresp(seconds, ["perf", "sched", "record", "-q", "-a", "-o", data, "--"])}
         row["wakeups"] = split_delays(data)
         if sched:
             row["state"] = gb.state()

@@ -8,13 +8,7 @@ import datetime
 import json
 import sys
 
-
-def fmt(v):
-    return "" if v is None else f"{v:.0f}"
-
-
-def ratio(a, b):
-    return f"{a / b:.2f}x" if a is not None and b else "n/a"
+from report import fmt, ratio
 
 
 def main():
@@ -37,12 +31,12 @@ def main():
     print("|---|---|---|---|---|")
     for run in ("plain", "traced"):
         for m in ("req_per_s", "p50_us", "p99_us", "max_us"):
-            print(f"| {run} | {m} | {fmt(d[run][m])} | {fmt(f[run][m])} |"
+            print(f"| {run} | {m} | {fmt(d[run][m], 0)} | {fmt(f[run][m], 0)} |"
                   f" {ratio(f[run][m], d[run][m])} |")
     for kind, name in (("moved", "changed CPU"), ("stayed", "stayed on their CPU")):
         for m in ("n", "p50_us", "p99_us", "over_2ms"):
             a, b = d["wakeups"][kind][m], f["wakeups"][kind][m]
-            print(f"| traced, wakeups that {name} | {m} | {fmt(a)} | {fmt(b)} | {ratio(b, a)} |")
+            print(f"| traced, wakeups that {name} | {m} | {fmt(a, 0)} | {fmt(b, 0)} | {ratio(b, a)} |")
 
 
 if __name__ == "__main__":
