@@ -78,6 +78,24 @@ static bool refresh_task(const struct task_struct *p, struct task_ctx *tctx,
 }
 
 /*
+ * Charge @delta of runtime that ended at @now to @tctx's own bucket. Not
+ * inlined: its limit stays off the stack of the cgroup charge below
+ * charge(), whose calls come within a few bytes of the verifier's 512.
+ */
+static __noinline void charge_own(struct task_ctx *tctx,
+				  const struct fq_config *cfg, u64 now,
+				  u64 delta, bool turn_end)
+{
+	struct bw_limit l;
+
+	task_limit(cfg, &l);
+	if (fq_bw_charge_span(&tctx->bw, now - delta, now, &l))
+		stat_inc(CNT_THROTTLE);
+	if (turn_end)
+		bw_turn_end(&tctx->bw, delta);
+}
+
+/*
  * Charge the CPU time the running task @p used since its last charge: total
  * runtime, RR vtime and, if limited, its bandwidth bucket. CPU time is the
  * kernel's own p->se.sum_exec_runtime (IRQ time excluded), the clock of
@@ -89,7 +107,6 @@ static u64 charge(const struct task_struct *p, struct task_ctx *tctx,
 {
 	u64 exec = p->se.sum_exec_runtime;
 	u64 delta = exec > tctx->last_exec_ns ? exec - tctx->last_exec_ns : 0;
-	struct bw_limit l;
 
 	tctx->exec_at_ns = now;
 	tctx->unseen_ns = 0;
@@ -99,13 +116,8 @@ static u64 charge(const struct task_struct *p, struct task_ctx *tctx,
 	tctx->runtime_ns += delta;
 	if (tctx->class == CLASS_RR)
 		tctx->vtime += vtime_cost(delta, p->scx.weight);
-	if (tctx->limited && cfg->quota_ns) {
-		task_limit(cfg, &l);
-		if (fq_bw_charge_span(&tctx->bw, now - delta, now, &l))
-			stat_inc(CNT_THROTTLE);
-		if (turn_end)
-			bw_turn_end(&tctx->bw, delta);
-	}
+	if (tctx->limited && cfg->quota_ns)
+		charge_own(tctx, cfg, now, delta, turn_end);
 	if (tctx->nr_cg && cg_charge(tctx, cfg, now, delta, turn_end))
 		stat_inc(CNT_CG_THROTTLE);
 	return delta;
@@ -525,6 +537,19 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
 		llc_hint_set(llc, class == CLASS_FIFO ? DSQ_FIFO : DSQ_RR);
 		kick_home_cpu(p, llc);
 	}
+	return next;
+}
+
+/* release_due() from @llc's timer: a global function, as fq_guard_scan(). */
+__noinline u64 fq_release_due(u32 llc, const struct fq_config *cfg, u64 now)
+{
+	u64 next;
+
+	if (!cfg)
+		return 0;
+	bpf_rcu_read_lock();
+	next = release_due(llc, cfg, now);
+	bpf_rcu_read_unlock();
 	return next;
 }
 

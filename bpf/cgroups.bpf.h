@@ -304,6 +304,26 @@ static u64 cg_scan(const struct task_ctx *tctx, u64 now, s64 *tokens)
 }
 
 /*
+ * The limit of cgroup @id as smooth mode (@max_stall_ns) enforces it, in
+ * @out, and the runtime a CPU may hold uncharged under it, in @slice.
+ * Return 0 if @id has no limit. A global function: after it the verifier
+ * knows nothing of the limit, so the paths through its branches do not
+ * multiply those of the locked charge (fq_cg_charge_one() took 63,000
+ * processed instructions, once in each of six programs).
+ */
+__noinline int fq_cg_limit(u64 id, u64 max_stall_ns, struct bw_limit *out,
+			   u64 *slice)
+{
+	struct bw_limit *lim = cg_limit_of(id);
+
+	if (!out || !slice || !lim || !lim->quota_ns || !lim->period_ns)
+		return 0;
+	bw_smooth(lim, max_stall_ns, out);
+	*slice = bw_cpu_slice(out, scx_bpf_nr_cpu_ids());
+	return 1;
+}
+
+/*
  * Charge the runtime [@now - @delta, @now) to limited cgroup @id, under its
  * lock, by its limit as smooth mode (@max_stall_ns) enforces it (@delta 0:
  * only bring the bucket up to @now's period). A group whose bucket runs dry
@@ -316,20 +336,19 @@ static u64 cg_scan(const struct task_ctx *tctx, u64 now, s64 *tokens)
 __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta,
 			    int turn_end)
 {
-	struct bw_limit *lim, l;
 	struct cg_state *st;
-	u64 until, slice;
+	struct bw_limit l;
+	u64 until, slice = 0;
 	int dry;
 
-	lim = cg_limit_of(id);
 	st = bpf_map_lookup_elem(&cgroup_states, &id);
-	if (!lim || !st || !lim->quota_ns || !lim->period_ns)
+	if (!st)
 		return 0;
 	/* A refill within the bucket's period has nothing to do. */
 	if (!delta && now < READ_ONCE(st->fast_until_ns))
 		return 0;
-	bw_smooth(lim, max_stall_ns, &l);
-	slice = bw_cpu_slice(&l, scx_bpf_nr_cpu_ids());
+	if (!fq_cg_limit(id, max_stall_ns, &l, &slice))
+		return 0;
 	if (delta)
 		stat_inc(CNT_CG_LOCKED);
 	bpf_spin_lock(&st->lock);

@@ -188,6 +188,14 @@
  * read one global word). Stats:
  * one task-iterator pass per interval (stats.bpf.h).
  *
+ * Load time. The verifier follows every path of a static function at each
+ * call; the big pieces that are called from many places or from a timer
+ * callback are global functions (fq_*), checked once per program with
+ * nothing known of their arguments: the bucket arithmetic, a cgroup's
+ * charge and its limit, and the LLC timer's releases and guard walks. The
+ * verifier processes about 490,000 instructions to load the scheduler
+ * (1,060,000 before the last three; 15 s instead of 38-44 s under TCG).
+ *
  * Copyright (c) 2026 The scx_fairquota authors
  */
 #include <scx/common.bpf.h>
@@ -438,10 +446,10 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 	llc_sweep(now);
 	WRITE_ONCE(lctx->timer_home,
 		   llc_of(bpf_get_smp_processor_id()) == llc);
-	rel = release_due(llc, &cfg, now);
+	rel = fq_release_due(llc, &cfg, now);
 	cg_timers_setup();
 	cg_sweep(now);
-	guard_scan(lctx, llc, &cfg, now);
+	fq_guard_scan(llc, &cfg, now);
 	if (nr_llcs > 1)
 		pull_rr_work(llc, &cfg);
 	llc_hints_refresh(llc);
