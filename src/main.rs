@@ -187,6 +187,11 @@ struct RunOpts {
     #[arg(short, long)]
     verbose: bool,
 
+    /// Log how much work the kernel's verifier did to load each BPF
+    /// program (instructions processed, time), and the total.
+    #[arg(long)]
+    verifier_stats: bool,
+
     /// Test hook: make the BPF verifier reject the scheduler.
     #[arg(long, hide = true)]
     test_verifier_reject: bool,

@@ -79,6 +79,13 @@ impl<'a> Scheduler<'a> {
         let skel_builder = BpfSkelBuilder::default();
         let mut skel = scx_ops_open!(skel_builder, open_object, fairquota_ops, None)?;
         skel.struct_ops.fairquota_ops_mut().exit_dump_len = opts.exit_dump_len;
+        if opts.verifier_stats {
+            // BPF_LOG_STATS: the verifier's totals only, never its trace.
+            use libbpf_rs::skel::OpenSkel;
+            for mut prog in skel.open_object_mut().progs_mut() {
+                prog.set_log_level(4);
+            }
+        }
         let rodata = skel
             .maps
             .rodata_data
@@ -116,6 +123,12 @@ impl<'a> Scheduler<'a> {
             load_prio.describe()
         );
         drop(load_prio);
+        if opts.verifier_stats {
+            let stats = libbpf_log::take_verifier_stats();
+            for line in libbpf_log::format_verifier_stats(&stats) {
+                info!("{line}");
+            }
+        }
 
         // Tell the scheduler who the daemon is (its init-namespace tgid).
         skel.progs

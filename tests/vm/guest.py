@@ -269,7 +269,8 @@ def scenario_attach(out):
     res["after_init_fail"] = sched_state()
     # The kernel unloads the scheduler (SysRq-S): the daemon must say why
     # and exit non-zero.
-    d = Daemon(out, "attach-sysrq", ["--stats-interval", "0"])
+    # --verifier-stats: what loading cost the kernel's verifier.
+    d = Daemon(out, "attach-sysrq", ["--stats-interval", "0", "--verifier-stats"])
     with open("/proc/sysrq-trigger", "w") as f:
         f.write("S")
     try:
