@@ -35,4 +35,5 @@ cc -Wall -Wextra -Werror -O2 -pthread tests/vm/storm.c -o target/storm
 cc -Wall -Wextra -Werror -O2 -pthread tests/vm/spin.c -o target/spin
 
 echo "== host and VM tests"
-exec "$HOME/.cache/scx_fairquota/venv/bin/python" -m pytest -v -s tests "$@"
+# --durations: the slowest tests' times at the end (CI must finish in 90 min).
+exec "$HOME/.cache/scx_fairquota/venv/bin/python" -m pytest -v -s --durations=35 tests "$@"
