@@ -684,18 +684,8 @@ def scenario_guard_many(out):
         gp.send_signal(signal.SIGUSR1)
         time.sleep(3)
         fifo_shares = measure([f.pid for f in fifo], 25)
-        # The scheduler's own record of every hog's longest wait
-        # (runnable to running), from the last stats table.
+        # A stats table (every 5 s) that covers the whole 25 s.
         time.sleep(5.5)
-        last, comms = {}, {}
-        for row in all_stats_rows(d.stdout()):
-            last[row["pid"]] = row["max_wait"]
-            comms[row["pid"]] = row["comm"]
-        waits = [last[p] for p in pids if p in last]
-        # The kernel's own threads (workqueues, RCU's): the guard bounds
-        # their waits apart, at 50 ms.
-        kthread_waits = sorted(((w, comms[p]) for p, w in last.items() if is_kthread(p)),
-                               reverse=True)
         state = sched_state()
         alive = d.proc.poll() is None
         kill_all([gp])
@@ -707,6 +697,21 @@ def scenario_guard_many(out):
         # shows one as long as the whole run.
         kill_all(fifo)
         seen = stop_herd(herd, path)
+        # The scheduler's own record of every hog's longest wait (runnable
+        # to running; MAX_WAIT is over the task's life), from the last
+        # table that shows it. Read once the hogs are gone: behind the FIFO
+        # hogs this process, an RR task too, ran about once per guard
+        # period, and reading the tables and /proc took 2-2.5 minutes of
+        # each case (2026-11-29).
+        last, comms = {}, {}
+        for row in all_stats_rows(d.stdout()):
+            last[row["pid"]] = row["max_wait"]
+            comms[row["pid"]] = row["comm"]
+        waits = [last[p] for p in pids if p in last]
+        # The kernel's own threads (workqueues, RCU's): the guard bounds
+        # their waits apart, at 50 ms.
+        kthread_waits = sorted(((w, comms[p]) for p, w in last.items() if is_kthread(p)),
+                               reverse=True)
         rc = d.stop()
         gaps, never_ran = herd_stalls(seen)
         res[label] = {
