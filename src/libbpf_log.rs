@@ -9,6 +9,9 @@ use libbpf_rs::PrintLevel;
 
 const KEEP_LINES: usize = 4000;
 
+/// How libbpf opens the verifier log of a program it prints.
+const LOG_BEGIN: &str = "-- BEGIN PROG LOAD LOG --";
+
 static LINES: Mutex<Vec<String>> = Mutex::new(Vec::new());
 static STATS: Mutex<Vec<VerifierStats>> = Mutex::new(Vec::new());
 static VERBOSE: AtomicBool = AtomicBool::new(false);
@@ -25,7 +28,7 @@ pub struct VerifierStats {
 /// The stats in one message of libbpf's: the load log of a program, which
 /// libbpf prints whole as "prog 'NAME': -- BEGIN PROG LOAD LOG --\n...".
 pub fn parse_verifier_stats(msg: &str) -> Option<VerifierStats> {
-    let (head, log) = msg.split_once("-- BEGIN PROG LOAD LOG --")?;
+    let (head, log) = msg.split_once(LOG_BEGIN)?;
     let prog = head.rsplit_once("prog '")?.1.split_once('\'')?.0;
     let number_after = |prefix: &str| -> Option<u64> {
         log.lines()
@@ -108,9 +111,7 @@ pub fn last_verifier_excerpt() -> Option<String> {
 /// From libbpf output, the program that failed to load and the last `max`
 /// lines of its verifier log (where the verifier says what it rejected).
 pub fn verifier_excerpt(lines: &[String], max: usize) -> Option<String> {
-    let begin = lines
-        .iter()
-        .rposition(|l| l.contains("-- BEGIN PROG LOAD LOG --"))?;
+    let begin = lines.iter().rposition(|l| l.contains(LOG_BEGIN))?;
     let end = lines[begin..]
         .iter()
         .position(|l| l.contains("-- END PROG LOAD LOG --"))
