@@ -639,7 +639,8 @@ def test_large_host_32_cpus(binary, tmp_path):
         # As on 2 and 8 vCPUs. Before measure() timed each pid's reads on
         # their own, the scenario (an RR task under the same quota, so
         # throttled while it read 32 files) seemed to see 15-19% here;
-        # 19.5-20.6% and 19.2-20.4% since.
+        # 19.5-20.6% and 19.2-20.4% since; one CI run 19.4-23.2% over 10 s
+        # (see scenario_topology_large), hence 20 s and bracketed reads.
         ("32 hogs under 20000/100000", f"{pct(min(q))}..{pct(max(q))}", "20% +- 3 each",
          all(abs(x - 0.20) <= 0.03 for x in q)),
         ("cpu.max 150000/100000, 8 busy threads over 4 LLCs", f"{r['wide_cpus']:.4f} CPUs", "1.5 +- 2%",

@@ -151,9 +151,28 @@ def measure(pids, seconds):
     reads, not by the whole pass: this script is an RR task too, so under
     a per-task quota it is throttled like the hogs, and one pass over 32
     pids took 3.6 s on 32 vCPUs at 2000/10000 (measured against the pass,
-    the hogs there seemed to get 15.8% where each got 19.8%)."""
+    the hogs there seemed to get 15.8% where each got 19.8%).
+
+    Each read is bracketed by two clock reads, timed at their midpoint and
+    tried up to 3 times while the bracket is wider than 20 ms, but not past
+    0.2 s per pid (behind FIFO hogs one read can take a guard period):
+    throttled or left unrun between its clock read and its CPU-time read,
+    this script paired a hog's CPU time with a clock read from before the
+    gap (a hog under a 20% quota may run a fifth of the gap in it)."""
+    def read_one(pid):
+        best, start = None, time.monotonic()
+        for _ in range(3):
+            ta = time.monotonic()
+            c = cpu_ns(pid)
+            tb = time.monotonic()
+            if best is None or tb - ta < best[0]:
+                best = (tb - ta, (ta + tb) / 2, c)
+            if tb - ta <= 0.02 or tb - start >= 0.2:
+                break
+        return best[1], best[2]
+
     def snap():
-        return [(time.monotonic(), cpu_ns(p)) for p in pids]
+        return [read_one(p) for p in pids]
 
     s0 = snap()
     time.sleep(seconds)
@@ -1026,7 +1045,12 @@ def scenario_topology_large(out):
     res["herd_n"] = 4 * n
 
     d = Daemon(out, "large-quota", ["--period-us", "100000", "--quota-us", "20000"])
-    res["quota_shares"] = shares_then_kill([spawn_hog(0) for _ in range(n)], 4, 10)
+    # Over 20 s: a hog whose vCPU the emulator leaves unrun while it runs
+    # is charged that time at once and pays it back over the next periods,
+    # so a window that ends in such an overrun reads high (one of 32 hogs at
+    # 23.2% over 10 s in one CI run; at most 20.9% over any 10 s of a 40 s
+    # rerun, 19.8-20.2% over all of it).
+    res["quota_shares"] = shares_then_kill([spawn_hog(0) for _ in range(n)], 4, 20)
     res["rc_quota"] = d.stop()
     res["quota_totals"] = final_totals(d.stdout())
 
