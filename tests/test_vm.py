@@ -417,10 +417,15 @@ def test_guard_bounds_every_wait(binary, tmp_path):
             # preempted RCU readers go first, and no kernel thread waits
             # the guard: 0.01-0.12 s measured at --guard-ms 1000; 4.8 and
             # 5.6 s behind the guard's backlog, and 1.0-3.1 s while kernel
-            # threads waited the guard as RR tasks.
+            # threads waited the guard as RR tasks. One CI run's 1.097 s
+            # at --guard-ms 1000 fits the probe's own wait read as grace
+            # period (see gp_probe.py), since removed.
             (f"{label}: longest RCU grace period (membarrier)", f"{m['gp'].get('max_s') or 99:.3f} s",
              "< 1 s (1.0-5.6 s before)", (m["gp"].get("max_s") or 99) < 1.0),
-            (f"{label}: grace periods timed", m["gp"].get("n", 0), ">= 1", m["gp"].get("n", 0) >= 1),
+            # Calls whose end the probe could not time (it waited for the
+            # CPU between its clock and schedstat reads) are dropped.
+            (f"{label}: grace periods timed (dropped)", (m["gp"].get("n", 0), m["gp"].get("dropped")), ">= 1",
+             m["gp"].get("n", 0) >= 1),
             (f"{label}: state during (no ejection)", m["state_during"][0], "enabled",
              m["state_during"][0] == "enabled"),
             (f"{label}: daemon alive after 25 s", m["daemon_alive"], "True", m["daemon_alive"]),
