@@ -210,7 +210,7 @@ def test_weight_split(binary, tmp_path):
         # had waited 100 ms urgent, whatever its weight: 28%.
         ("20 nice 0 + 20 nice 10 hogs on CPU 1: nice 10 part", pct(crowd10 / max(crowd, 1e-9)),
          "9.7% +- 2.5", abs(crowd10 / max(crowd, 1e-9) - 0.097) <= 0.025),
-        ("  the nice 10 hogs: least / most", f"{pct(min(r['crowd_nice10']))}..{pct(max(r['crowd_nice10']))}",
+        ("  the nice 10 hogs over 24 s: least / most", f"{100 * min(r['crowd_nice10']):.2f}%..{100 * max(r['crowd_nice10']):.2f}%",
          "> 0 each, most <= 2x least", min(r["crowd_nice10"]) > 0
          and max(r["crowd_nice10"]) <= 2 * min(r["crowd_nice10"])),
         ("state during", r["state_during"][0], "enabled", r["state_during"][0] == "enabled"),
