@@ -50,8 +50,8 @@ def check_all(checks):
     assert not missed, "missed targets: " + "; ".join(missed)
 
 
-def pct(x):
-    return f"{x * 100:.1f}%"
+def pct(x, digits=1):
+    return f"{x * 100:.{digits}f}%"
 
 
 def verifier_totals(stderr):
@@ -210,7 +210,8 @@ def test_weight_split(binary, tmp_path):
         # had waited 100 ms urgent, whatever its weight: 28%.
         ("20 nice 0 + 20 nice 10 hogs on CPU 1: nice 10 part", pct(crowd10 / max(crowd, 1e-9)),
          "9.7% +- 2.5", abs(crowd10 / max(crowd, 1e-9) - 0.097) <= 0.025),
-        ("  the nice 10 hogs over 24 s: least / most", f"{100 * min(r['crowd_nice10']):.2f}%..{100 * max(r['crowd_nice10']):.2f}%",
+        (f"  the nice 10 hogs over {r['crowd_s']} s: least / most",
+         f"{pct(min(r['crowd_nice10']), 2)}..{pct(max(r['crowd_nice10']), 2)}",
          "> 0 each, most <= 2x least", min(r["crowd_nice10"]) > 0
          and max(r["crowd_nice10"]) <= 2 * min(r["crowd_nice10"])),
         ("state during", r["state_during"][0], "enabled", r["state_during"][0] == "enabled"),

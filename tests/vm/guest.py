@@ -423,11 +423,12 @@ def scenario_weight(out):
     g0 = [spawn_hog(0, cpus=1) for _ in range(20)]
     g10 = [spawn_hog(10, cpus=1) for _ in range(20)]
     time.sleep(4)
-    crowd = measure([h.pid for h in g0 + g10], 24)
+    crowd_s = 24
+    crowd = measure([h.pid for h in g0 + g10], crowd_s)
     kill_all(g0 + g10)
     rc = d.stop(signal.SIGTERM)
     return {"nice0_share": s0, "nice5_share": s5, "state_during": state, "rc": rc,
-            "crowd_nice0": crowd[:20], "crowd_nice10": crowd[20:],
+            "crowd_nice0": crowd[:20], "crowd_nice10": crowd[20:], "crowd_s": crowd_s,
             "join_first": join_first, "join_next": join_next, "wake_first": wake_first,
             "idle_shares": idle_shares,
             "idle_class": idle_rows[-1]["class"] if idle_rows else None,
