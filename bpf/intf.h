@@ -128,6 +128,12 @@ enum consts {
 	 * issue's "RR slices honored within 1 ms".
 	 */
 	SLICE_TICK_SLACK_NS	= 1000ULL * 1000,
+	/*
+	 * A slice timer that fires this long past its deadline is counted
+	 * late (slice_late): the kernel's timers, not the scheduler, then
+	 * stretched the turn past the slack above.
+	 */
+	SLICE_LATE_NS		= 1000ULL * 1000,
 	/* Jiffies are counted over this long to learn the tick period. */
 	TICK_LEARN_NS		= 2000ULL * 1000 * 1000,
 
@@ -238,6 +244,7 @@ enum counter_idx {
 	CNT_GUARD_LOOK,		/* a queued task the guard looked at */
 	CNT_KTHREAD_GUARD,	/* a kernel thread waited past KTHREAD_MAX_WAIT_NS */
 	CNT_KTHREAD_WALK,	/* a full guard walk for a queued kernel thread */
+	CNT_SLICE_LATE,		/* a slice timer fired over SLICE_LATE_NS late */
 	NR_COUNTERS,
 };
 

@@ -256,6 +256,13 @@ static int slice_timerfn(void *map, int *key, struct bpf_timer *timer)
 
 	if (cctx && cctx->curr_valid && cctx->turn == cctx->timer_turn) {
 		stat_inc(CNT_SLICE_TIMER);
+		/*
+		 * Counted so that a slice overrun can be told apart: a
+		 * timer the kernel fires late (a loaded or virtual host)
+		 * from a turn that was never timed.
+		 */
+		if (bpf_ktime_get_ns() > cctx->timer_at + SLICE_LATE_NS)
+			stat_inc(CNT_SLICE_LATE);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	}
 	return 0;
@@ -322,8 +329,9 @@ static bool slice_needs_timer(u64 left_ns)
 static void slice_timer_start(struct cpu_ctx *cctx, u64 ns)
 {
 	cctx->timer_turn = cctx->turn;
+	cctx->timer_at = bpf_ktime_get_ns() + ns;
 	stat_inc(CNT_SLICE_ARM);
-	bpf_timer_start(&cctx->slice_timer, bpf_ktime_get_ns() + ns,
+	bpf_timer_start(&cctx->slice_timer, cctx->timer_at,
 			BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
 }
 

@@ -157,7 +157,8 @@ struct cpu_ctx {
 	u8 curr_preemptible;	/* it may be preempted (not a pcpu kthread) */
 	u8 __pad[2];
 	s64 nr_rr_waiting;	/* queued RR tasks assigned to this CPU */
-	u64 __pad2[3];
+	u64 timer_at;		/* the slice timer's deadline (ktime ns) */
+	u64 __pad2[2];
 };
 
 struct {

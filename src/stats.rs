@@ -253,6 +253,8 @@ pub struct Metrics {
     pub kthread_guard: u64,
     #[stat(desc = "early whole-queue guard walks for a kernel thread that may be overdue")]
     pub kthread_walk: u64,
+    #[stat(desc = "slice timers the kernel fired over 1 ms past their deadline (late timers)")]
+    pub slice_late: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -324,6 +326,7 @@ impl Metrics {
             ("guard_looked", &mut self.guard_looked),
             ("kthread_guard", &mut self.kthread_guard),
             ("kthread_walk", &mut self.kthread_walk),
+            ("slice_late", &mut self.slice_late),
         ]
     }
 

@@ -290,7 +290,17 @@ def test_rr_slices_honored(binary, tmp_path):
     """RR slices end within 1 ms of their length (issue 5), whether the
     slice timer or a tick ends them; and wakeup-driven turns, which block
     before their slice ends, start no slice timer (arm_slice_timer()), under
-    a quota too."""
+    a quota too.
+
+    A slice timer the kernel fires late stretches its turn however the
+    scheduler armed it. Under TCG on a busy host 4-29% of the 2 ms slice
+    timers fired over 1 ms late (an instrumented build, six runs), and
+    2.6-18% of the runs lasted over 3.5 ms, tracking them; one CI run read
+    a 90th percentile of 3.99 ms, another 4.34. So at most 10% of the runs
+    may last over 1.5 ms past the slice (the 90th percentile within
+    1.5 ms), plus the share of timers the scheduler counted late
+    (`slice_late` of `slice_timer`): a turn left untimed, or timed to the
+    wrong deadline, still fails, its timer being on time or absent."""
     r = run_scenario("slice_lengths", tmp_path)
     wake = r.pop("wakeups")
     limited = r.pop("wakeups_limited")
@@ -299,13 +309,21 @@ def test_rr_slices_honored(binary, tmp_path):
         slice_ms = int(us) / 1000
         runs = [x * 1000 for x in m["runs_s"]]
         med, p90 = quantile(runs, 0.5), quantile(runs, 0.9)
+        t = m["totals"]
+        late = t.get("slice_late", 0) / max(t.get("slice_timer", 0), 1)
+        long_runs = sum(x > slice_ms + 1.5 for x in runs) / max(len(runs), 1)
         print(f"slice {us} us: {len(runs)} runs, median {med:.2f} ms, p90 {p90:.2f} ms, "
-              f"p99 {quantile(runs, 0.99):.2f} ms, totals {m['totals']}")
+              f"p99 {quantile(runs, 0.99):.2f} ms, over +1.5 ms {pct(long_runs)}, "
+              f"late timers {pct(late)}, totals {t}")
         checks += [
             (f"{us} us: median run (ms)", f"{med:.2f}", f"{slice_ms - 0.3:.1f}..{slice_ms + 1:.1f}",
              slice_ms - 0.3 <= med <= slice_ms + 1),
-            (f"{us} us: 90th percentile run (ms)", f"{p90:.2f}", f"<= {slice_ms + 1.5:.1f}",
-             p90 <= slice_ms + 1.5),
+            (f"{us} us: runs over {slice_ms + 1.5:.1f} ms (90th percentile {p90:.2f} ms)",
+             pct(long_runs), f"<= 10% + late timers ({pct(late)})",
+             bool(runs) and long_runs <= 0.10 + late),
+            # Past half, the host's timers say nothing of the slices.
+            (f"{us} us: slice timers fired over 1 ms late", pct(late), "<= 50%",
+             "slice_late" in t and late <= 0.5),
             (f"{us} us: exit status", m["rc"], "0", m["rc"] == 0),
         ]
     # Before, every turn that started with the hog waiting started a timer;
