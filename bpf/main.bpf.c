@@ -71,7 +71,9 @@
  * to equal CPU counts) pulls one task that may run on one of its CPUs
  * (each LLC keeps a cpumask of its CPUs), which keeps its lag. A running
  * RR task keeps its CPU while its deadline is the earliest of the queued
- * tasks that may run there.
+ * tasks that may run there, and its lag behind them is limited as a
+ * requeued task's is (RUNNABLE_LAG_SLICES slices, rr_keep_prev()): a task
+ * that never gives up its CPU is never requeued.
  *
  * Starvation guard (guard.bpf.h). Each LLC has a housekeeping timer that
  * runs every guard/4 (2..20 ms). It moves every RR task that has waited

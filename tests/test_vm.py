@@ -548,6 +548,10 @@ def test_stress_ng_smoke(binary, tmp_path):
             (f"{label}: scheduler exit status (timeout --preserve-status 45)", m["sched_rc"], "0",
              m["sched_rc"] == 0),
         ]
+        if m["check_ops"]:
+            ops = {s: bogo_ops(m["stress_out"], s) for s in m["check_ops"]}
+            checks.append((f"{label}: bogo ops of the churning stressors", ops, "> 0 each",
+                           all(ops.values())))
     check_all(checks)
     for m in r.values():
         print(f"attach took {m['attach_s']:.1f} s, stress-ng {m['stress_s']:.1f} s")

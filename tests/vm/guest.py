@@ -878,12 +878,27 @@ def scenario_hotplug(out):
     return res
 
 
+# stress-ng's stressors that change the scheduling of their own tasks
+# all the time: nice (a move between the FIFO and RR classes here),
+# policy (SCHED_OTHER, BATCH, IDLE, and the kernel's FIFO, RR and DEADLINE
+# classes, so out of sched_ext and back), sched_yield(), and races of
+# these with migrations; with futex, pthread and clone workers beside them.
+CHURN_STRESSORS = ("resched", "race-sched", "schedpolicy", "yield")
+
+
 def scenario_stress_smoke(out):
     """The community CI smoke test: stress-ng with the scheduler under
-    `timeout --preserve-status 45`, without and with a quota."""
+    `timeout --preserve-status 45`, without and with a quota; then the same
+    with stressors that churn their tasks' nice, policy and CPU under a
+    quota (throttled tasks among them)."""
     n = str(os.cpu_count())
+    smoke = ["-c", n, "-f", n, "--affinity", "1", "--affinity-delay", "1", "--affinity-pin"]
+    churn = [a for s in CHURN_STRESSORS + ("futex", "pthread", "clone") for a in (f"--{s}", n)]
+    quota = ["--period-us", "10000", "--quota-us", "2000"]
     res = {}
-    for label, args in [("default", []), ("quota 2000/10000", ["--period-us", "10000", "--quota-us", "2000"])]:
+    for label, args, stressors, check_ops in [
+            ("default", [], smoke, []), ("quota 2000/10000", quota, smoke, []),
+            ("policy churn, quota 2000/10000", quota, churn, list(CHURN_STRESSORS))]:
         sched_t0 = time.monotonic()
         sched = subprocess.Popen(["timeout", "--preserve-status", "45", BIN, "--stats-interval", "0", *args],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -892,8 +907,7 @@ def scenario_stress_smoke(out):
             time.sleep(0.2)
         attached = sched_state()[0] == "enabled"
         t0 = time.monotonic()
-        stress = subprocess.Popen(["stress-ng", "-t", "31", "--aggressive", "-M", "-c", n, "-f", n,
-                                   "--affinity", "1", "--affinity-delay", "1", "--affinity-pin"],
+        stress = subprocess.Popen(["stress-ng", "-t", "31", "--aggressive", "-M", *stressors],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/tmp")
         # The kernel's state while stress-ng runs, sampled until `timeout`
         # stops the scheduler 45 s after its start (a stop, not an
@@ -906,7 +920,8 @@ def scenario_stress_smoke(out):
         _, err = sched.communicate(timeout=120)
         res[label] = {"attached": attached, "stress_rc": stress.returncode,
                       "stress_s": time.monotonic() - t0, "attach_s": t0 - sched_t0,
-                      "stress_tail": stress_out[-1500:],
+                      "stress_tail": stress_out[-1500:], "stress_out": stress_out,
+                      "check_ops": check_ops,
                       "samples": samples,
                       "sched_rc": sched.returncode, "sched_stderr": err[-2000:]}
     return res
