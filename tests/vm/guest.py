@@ -920,7 +920,7 @@ def scenario_stress_smoke(out):
         _, err = sched.communicate(timeout=120)
         res[label] = {"attached": attached, "stress_rc": stress.returncode,
                       "stress_s": time.monotonic() - t0, "attach_s": t0 - sched_t0,
-                      "stress_tail": stress_out[-1500:], "stress_out": stress_out,
+                      "stress_out": stress_out,
                       "check_ops": check_ops,
                       "samples": samples,
                       "sched_rc": sched.returncode, "sched_stderr": err[-2000:]}
