@@ -86,11 +86,15 @@ static u64 turn_head(const struct task_struct *p, u64 head)
  * overdue by @b (@head: the key of the queue's head), else NR_COUNTERS.
  * kthread_ns is the shortest bound: a kernel thread counts as one.
  */
-static u32 overdue(const struct task_struct *p, const struct age_bound *b,
-		   u64 head, u64 wait)
+static u32 overdue(const struct task_struct *p, const struct task_ctx *tctx,
+		   const struct age_bound *b, u64 head, u64 wait)
 {
-	if (p->flags & PF_KTHREAD)
-		return wait >= b->kthread_ns ? CNT_KTHREAD_GUARD : NR_COUNTERS;
+	if (kernel_wait(p, tctx)) {
+		if (wait < b->kthread_ns)
+			return NR_COUNTERS;
+		return (p->flags & PF_KTHREAD) ? CNT_KTHREAD_GUARD :
+						 CNT_DSLEEP_GUARD;
+	}
 	if (wait >= b->far_ns ||
 	    (wait >= b->near_ns &&
 	     p->scx.dsq_vtime <= turn_head(p, head) + b->window_ns))
@@ -155,9 +159,10 @@ static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, bool full,
 		since = READ_ONCE(tctx->enq_at_ns);
 		if (!since || now < since)
 			continue;
-		cnt = overdue(p, b, head, now - since);
-		/* A kernel thread goes ahead of the guard's backlog. */
-		head_flag = cnt == CNT_KTHREAD_GUARD ? SCX_ENQ_HEAD : 0;
+		cnt = overdue(p, tctx, b, head, now - since);
+		/* The kernel's work goes ahead of the guard's backlog. */
+		head_flag = cnt == CNT_KTHREAD_GUARD ||
+			    cnt == CNT_DSLEEP_GUARD ? SCX_ENQ_HEAD : 0;
 		if (cnt != NR_COUNTERS &&
 		    scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
 				     dsq_id(DSQ_URGENT, llc), head_flag)) {
@@ -166,7 +171,7 @@ static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, bool full,
 			stat_inc(cnt);
 			trace_task(TRACE_GUARD, p, tctx, 0, now);
 			kick_idle_cpu(p, llc);
-		} else if ((p->flags & PF_KTHREAD) &&
+		} else if (kernel_wait(p, tctx) &&
 			   (!*kwait || since < *kwait)) {
 			*kwait = since;
 		}

@@ -245,6 +245,7 @@ enum counter_idx {
 	CNT_KTHREAD_GUARD,	/* a kernel thread waited past KTHREAD_MAX_WAIT_NS */
 	CNT_KTHREAD_WALK,	/* a full guard walk for a queued kernel thread */
 	CNT_SLICE_LATE,		/* a slice timer fired over SLICE_LATE_NS late */
+	CNT_DSLEEP_GUARD,	/* woken from a D sleep, waited past KTHREAD_MAX_WAIT_NS */
 	NR_COUNTERS,
 };
 

@@ -629,7 +629,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 			enq_flags |= SCX_ENQ_HEAD;
 		else if (fifo_preempt_local(p, tctx, &cfg, llc, enq_flags))
 			return;
-		kwait_note(p, llc, tctx->enq_at_ns);
+		kwait_note(p, tctx, llc, tctx->enq_at_ns);
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_FIFO, llc), cfg.slice_ns,
 				   enq_flags);
 		llc_hint_set(llc, DSQ_FIFO);
@@ -640,7 +640,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	if (cfg.slice_mode == SLICE_SPLIT)
 		rr_wait_begin(tctx, cpu);
 	cl.key = rr_key(tctx, &cfg);
-	kwait_note(p, llc, tctx->enq_at_ns);
+	kwait_note(p, tctx, llc, tctx->enq_at_ns);
 	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg.slice_ns, cl.key,
 				 enq_flags);
 	llc_hint_set(llc, DSQ_RR);
@@ -750,6 +750,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	tctx->unseen_ns = 0;
 	tctx->fifo_head = false;
 	tctx->woke = false;
+	tctx->dsleep = false;
 	/* The wait the guard bounds (throttled time not included). */
 	if (tctx->enq_at_ns && now > tctx->enq_at_ns &&
 	    now - tctx->enq_at_ns > tctx->max_wait_ns)
@@ -837,6 +838,7 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 				   tctx->vtime : 0;
 	trace_task(TRACE_STOP, p, tctx, runnable, now);
 	tctx->ran_out = runnable && turn_ran_out(tctx, now);
+	tctx->dsleep = !runnable && sleeps_in_d(p);
 	/* A FIFO task preempted while running resumes at the head. */
 	tctx->fifo_head = runnable && tctx->class == CLASS_FIFO &&
 			  !tctx->to_tail;

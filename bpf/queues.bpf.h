@@ -166,20 +166,59 @@ static bool kthread_turn(const struct task_struct *p, struct task_ctx *tctx,
 }
 
 /*
- * Kernel thread @p, waiting since @since, was queued on a class queue of
- * @llc: lower the LLC's kwait_ns to @since, so the guard walks the whole
- * queue once that thread may be overdue (guard_scan()) instead of at its
- * next full walk, AGE_FULL_NS apart (one deep in a queue of 200 RR hogs
- * waited 0.25-0.36 s). Written only for kernel threads that stay runnable
- * past their turn, so not at every enqueue.
+ * Return true if queued task @p does the kernel's work, which the guard
+ * serves within KTHREAD_MAX_WAIT_NS: a kernel thread, or a task that slept
+ * in D (an uninterruptible sleep: on a kernel lock, or I/O) and has not
+ * run since. A contended rwsem is handed to its first waiter, woken to
+ * take it, and stays idle until that task runs: 200 FIFO hogs exec'd at
+ * once on 2 CPUs queued on a lock of the file they all map (/bin/sh's
+ * i_mmap_rwsem), each woken waiter waited the FIFO bound (1 s) behind the
+ * running hogs, and over 100 of them were in D for over 25 s
+ * (bench/fifo_crowd.sh); with this bound, none. It is a bound, not a
+ * place in front: a task that wakes from D and runs within 50 ms is not
+ * moved, and one that sleeps in D often gets at most one turn per 50 ms
+ * of waiting so (a slice: about 6% of a CPU at a 3 ms slice).
  */
-static void kwait_note(const struct task_struct *p, u32 llc, u64 since)
+static bool kernel_wait(const struct task_struct *p,
+			const struct task_ctx *tctx)
+{
+	return (p->flags & PF_KTHREAD) || (tctx && tctx->dsleep);
+}
+
+/* include/linux/sched.h: task states (macros, not in the kernel's BTF). */
+#ifndef TASK_UNINTERRUPTIBLE
+#define TASK_UNINTERRUPTIBLE	0x00000002
+#endif
+#ifndef TASK_NOLOAD
+#define TASK_NOLOAD		0x00000400
+#endif
+
+/* Return true if @p, which stops running, sleeps in D (kernel_wait()). */
+static bool sleeps_in_d(const struct task_struct *p)
+{
+	unsigned int state = READ_ONCE(p->__state);
+
+	/* Not an idle kernel thread's TASK_IDLE (not counted as load). */
+	return (state & TASK_UNINTERRUPTIBLE) && !(state & TASK_NOLOAD);
+}
+
+/*
+ * Task @p (@tctx), waiting since @since, was queued on a class queue of
+ * @llc: if the guard serves it early (kernel_wait()), lower the LLC's
+ * kwait_ns to @since, so the guard walks the whole queue once it may be
+ * overdue (guard_scan()) instead of at its next full walk, AGE_FULL_NS
+ * apart (a kernel thread deep in a queue of 200 RR hogs waited
+ * 0.25-0.36 s). Written only for such tasks that queue behind others, and
+ * only to move kwait_ns earlier, so not at every enqueue.
+ */
+static void kwait_note(const struct task_struct *p,
+		       const struct task_ctx *tctx, u32 llc, u64 since)
 {
 	struct llc_ctx *lctx;
 	u64 old;
 	int i;
 
-	if (!(p->flags & PF_KTHREAD) || !since ||
+	if (!kernel_wait(p, tctx) || !since ||
 	    !(lctx = try_lookup_llc_ctx(llc)))
 		return;
 	bpf_for(i, 0, 4) {
@@ -1031,7 +1070,7 @@ static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 			llc_hint_set(llc, DSQ_RR);
 			WRITE_ONCE(tctx->llc, llc);
 			WRITE_ONCE(tctx->vtime, vtime);
-			kwait_note(p, llc, READ_ONCE(tctx->enq_at_ns));
+			kwait_note(p, tctx, llc, READ_ONCE(tctx->enq_at_ns));
 			/* One task's worth moved: act on the rest later. */
 			WRITE_ONCE(lctx->waiting_avg, mine + WAIT_AVG_ONE);
 			i = READ_ONCE(fctx->waiting_avg);

@@ -117,6 +117,8 @@ struct task_ctx {
 	u8 ran_out;		/* it ran its last turn out (turn_ran_out()) */
 	u8 sync_wake;		/* woken by a sync wakeup (select_cpu), once */
 	u8 woke;		/* queued by its wakeup, not run since */
+	u8 dsleep;		/* slept in D (uninterruptible), not run since */
+	u8 __pad_u8[3];
 	s32 rr_cpu;		/* CPU whose nr_rr_waiting counts it, or -1 */
 	u32 rel_pending;	/* released by its cgroups, not run yet */
 	u32 __pad2;

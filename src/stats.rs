@@ -255,6 +255,8 @@ pub struct Metrics {
     pub kthread_walk: u64,
     #[stat(desc = "slice timers the kernel fired over 1 ms past their deadline (late timers)")]
     pub slice_late: u64,
+    #[stat(desc = "tasks woken from a D sleep that waited past 50 ms (made urgent)")]
+    pub dsleep_guard: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -327,6 +329,7 @@ impl Metrics {
             ("kthread_guard", &mut self.kthread_guard),
             ("kthread_walk", &mut self.kthread_walk),
             ("slice_late", &mut self.slice_late),
+            ("dsleep_guard", &mut self.dsleep_guard),
         ]
     }
 

@@ -362,6 +362,28 @@ def final_totals(stdout):
     return {}
 
 
+def scenario_fifo_crowd(out):
+    """bench/fifo_crowd.py's crowd under scx_fairquota: 200 nice -5 (FIFO)
+    hogs forked and exec'd at once by one shell beside 20 nice 0 ones; 30 s
+    later their states, then 15 s of their progress, sampled from the
+    kernel's RT class (SCHED_FIFO, above sched_ext: the daemon is started
+    first, so it is not)."""
+    sys.path.insert(0, os.path.join(REPO, "bench"))
+    import fifo_crowd
+
+    d = Daemon(out, "fifo-crowd", [])
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+    try:
+        r = fifo_crowd.one_run(200, 20, 30, 15)
+    finally:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    r["state_after"] = sched_state()[0]
+    r["rc"] = d.stop()
+    r["totals"] = final_totals(d.stdout())
+    r["stderr"] = d.stderr()[-3000:]
+    return r
+
+
 def scenario_fifo_rotate(out):
     """Two FIFO hogs on one CPU for longer than the kernel watchdog timeout."""
     d = Daemon(out, "fifo-rotate", [])
@@ -2020,6 +2042,7 @@ SCENARIOS = {
     "quota": scenario_quota,
     "fifo_guard": scenario_fifo_guard,
     "fifo_rotate": scenario_fifo_rotate,
+    "fifo_crowd": scenario_fifo_crowd,
     "weight": scenario_weight,
     "reconfig": scenario_reconfig,
     "slices": scenario_slices,
