@@ -26,7 +26,8 @@
  * shorter of guard_ns and KTHREAD_MAX_WAIT_NS (50 ms) + one tick + one
  * timer interval, however deep in its queue (kwait_ns: the run after it
  * may be overdue walks the whole queue) + the turns of the kernel threads
- * ahead of it: it goes to the head. Nothing depends on the number of
+ * ahead of it: it goes to the head. So does a task woken from a D sleep,
+ * until it runs (kernel_wait()). Nothing depends on the number of
  * tasks, FIFO hogs or options beyond that.
  *
  * Copyright (c) 2026 The scx_fairquota authors

@@ -100,7 +100,9 @@
  * and the guard's next run walks the whole queue for it, kwait_note()):
  * the kernel's work is not held a whole --guard-ms behind FIFO hogs (at
  * --guard-ms 1000 unbound kworkers and rcu_preempt waited 1.0 s, and
- * grace periods took 1.0-3.1 s). That bounds every
+ * grace periods took 1.0-3.1 s). A task woken from a D sleep has the
+ * same bound for its first turn after it: it may be the next owner of a
+ * kernel lock that others wait for (kernel_wait()). That bounds every
  * wait, whatever the number of tasks or FIFO hogs (see guard.bpf.h for
  * the bound).
  *
