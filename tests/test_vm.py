@@ -553,7 +553,10 @@ def sampled_to_the_end(m):
     taken by a Python loop at nice 0 beside stress-ng's aggressive workers,
     whose turns come late: counted instead (>= 20), a CI run on a slow host
     failed with every sample `enabled`, the program having taken 26 s to
-    verify and load."""
+    verify and load. stress_s ends when stress-ng does: it was taken after
+    the scheduler's exit, 45 s after its start, so a run that attached in
+    8 s (stress-ng done after 31 s) was asked for samples to 33 s, past
+    the sampler's end, and failed (a CI run of 3543e4c)."""
     s = m["samples"]
     window = min(m["stress_s"], 44.5 - m["attach_s"])
     return len(s) >= 5 and s[-1][0] >= window - 3.0
