@@ -186,12 +186,8 @@ static bool kernel_wait(const struct task_struct *p,
 }
 
 /* include/linux/sched.h: task states (macros, not in the kernel's BTF). */
-#ifndef TASK_UNINTERRUPTIBLE
-#define TASK_UNINTERRUPTIBLE	0x00000002
-#endif
-#ifndef TASK_NOLOAD
-#define TASK_NOLOAD		0x00000400
-#endif
+#define FQ_TASK_UNINTERRUPTIBLE	0x00000002
+#define FQ_TASK_NOLOAD		0x00000400
 
 /* Return true if @p, which stops running, sleeps in D (kernel_wait()). */
 static bool sleeps_in_d(const struct task_struct *p)
@@ -199,7 +195,7 @@ static bool sleeps_in_d(const struct task_struct *p)
 	unsigned int state = READ_ONCE(p->__state);
 
 	/* Not an idle kernel thread's TASK_IDLE (not counted as load). */
-	return (state & TASK_UNINTERRUPTIBLE) && !(state & TASK_NOLOAD);
+	return (state & FQ_TASK_UNINTERRUPTIBLE) && !(state & FQ_TASK_NOLOAD);
 }
 
 /*
