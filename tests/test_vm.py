@@ -1005,11 +1005,16 @@ def test_cgroup_gone_lost_start(binary, tmp_path):
     checks, cli0, cli1 = cgroup_gone_checks(r)
     t = r["totals"]
     check_all(checks + [
-        # The hook also loses this group's timer every 3 s (up to a second
-        # parked each time, as in test_cgroup_lost_release_timer): a CI
-        # run of 2026-11-27 read 7.5% before and 9.9% after.
-        ("--cgroup 10000/100000 group (timer lost every 3 s) before, after", f"{pct(cli0)}, {pct(cli1)}",
-         ">= 5% (10% less the lost seconds)", min(cli0, cli1) >= 0.05),
+        # The hook also loses this group's timers: one re-arm and one
+        # park's start every 3 s, each taken by whichever limited group
+        # comes first, and each parks the group until the sweep (at most
+        # CG_SWEEP_NS + SWEEP_LATE_NS, 1.05 s). A 5 s window can hold 4
+        # such losses (4.2 s): 10% of the 0.8 s left is 1.6%. CI runs read
+        # 10.0%, 7.5% and 4.9% before (the last failed a 5% bound that did
+        # not count both hooks), 9.9-10.0% after. The limit must hold.
+        ("--cgroup 10000/100000 group (timers lost) before, after", f"{pct(cli0)}, {pct(cli1)}",
+         "1.5%-12% (10%, less up to 4 lost seconds in 5)",
+         min(cli0, cli1) >= 0.015 and max(cli0, cli1) <= 0.12),
         ("failed starts as groups left (timer_fail)", t.get("timer_fail", 0), ">= 5 (2 + 3 groups)",
          t.get("timer_fail", 0) >= 5),
         ("queues dropped: 2 groups that left, 3 removed (cg_gone)", t.get("cg_gone", 0), ">= 5",
