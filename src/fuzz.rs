@@ -120,10 +120,14 @@ fn task() -> impl Strategy<Value = TaskSample> {
         })
 }
 
+const NR_COUNTERS: usize = bpf_intf::counter_idx_NR_COUNTERS as usize;
+
 fn snapshot() -> impl Strategy<Value = Snapshot> {
     (
         any::<u64>(),
-        any::<[u64; bpf_intf::counter_idx_NR_COUNTERS as usize]>(),
+        // A vector, not `any::<[u64; N]>()`: proptest's arrays stop at 32.
+        prop::collection::vec(any::<u64>(), NR_COUNTERS)
+            .prop_map(|v| <[u64; NR_COUNTERS]>::try_from(v).unwrap()),
         prop::collection::vec(task(), 0..20),
         prop::collection::vec((0u64..4, any::<[u64; 6]>()), 0..4),
     )

@@ -26,8 +26,16 @@ use crate::cgroups::{Limited, Usage};
 const NR_COUNTERS: usize = bpf_intf::counter_idx_NR_COUNTERS as usize;
 
 /// Global counters, summed over CPUs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Totals(pub [u64; NR_COUNTERS]);
+
+/// By hand: the standard library's `Default` for arrays stops at 32
+/// elements, and a 33rd counter must not break the build.
+impl Default for Totals {
+    fn default() -> Self {
+        Totals([0; NR_COUNTERS])
+    }
+}
 
 impl Totals {
     /// Sum per-CPU `struct counters` values.
