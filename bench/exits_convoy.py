@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Exits convoy behind FIFO work (guest side, ad hoc; no report yet).
+
+30 CPU-bound Python processes (nice 0: RR under scx_fairquota, CFS under
+the default scheduler) run behind two CPU hogs pinned one per CPU (nice -5:
+FIFO under scx_fairquota; SCHED_FIFO 10 under the default scheduler, whose
+fair server leaves fair tasks 50 ms a second). Each is told to stop, then
+writes 20 files into one directory and exits: the creates take the
+directory's lock in turn. Prints how long until all 30 exited.
+
+Usage, in the VM (DIR on the virtiofs share makes each create wait for the
+host; on the guest's own /tmp it does not):
+  python3 bench/exits_convoy.py BIN MODE RUNS DIR
+MODE: fq100 / fq1000 (scx_fairquota with that --guard-ms) or cfs.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+BIN, MODE, RUNS, DIR = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+HOG = """
+import os, signal, sys
+stop = False
+def h(*a):
+    global stop
+    stop = True
+signal.signal(signal.SIGUSR1, h)
+print("ready", flush=True)
+while not stop:
+    pass
+for k in range(20):
+    with open(os.path.join(sys.argv[1], f"{os.getpid()}-{k}"), "w") as f:
+        f.write("x" * 100)
+"""
+LIMIT_S = 240
+
+
+def one():
+    d = None
+    if MODE.startswith("fq"):
+        d = subprocess.Popen([BIN, "--guard-ms", MODE[2:], "--stats-interval", "0"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while open("/sys/kernel/sched_ext/state").read().strip() != "enabled":
+            time.sleep(0.2)
+        time.sleep(1)
+    shutil.rmtree(DIR, ignore_errors=True)
+    os.makedirs(DIR)
+    rr = [subprocess.Popen([sys.executable, "-c", HOG, DIR], stdout=subprocess.PIPE)
+          for _ in range(30)]
+    for p in rr:
+        p.stdout.readline()  # its handler is set: SIGUSR1 no longer kills it
+    time.sleep(1)
+    if MODE == "cfs":
+        hog = ["chrt", "-f", "10"]
+    else:
+        hog = ["nice", "-n", "-5"]
+    fifo = [subprocess.Popen(["taskset", "-c", str(c)] + hog + ["sh", "-c", "while :; do :; done"])
+            for c in range(2)]
+    time.sleep(10)
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
+    t0 = time.monotonic()
+    for p in rr:
+        p.send_signal(signal.SIGUSR1)
+    left, done = set(rr), []
+    while left and time.monotonic() - t0 < LIMIT_S:
+        for p in list(left):
+            if p.poll() is not None:
+                left.discard(p)
+                done.append(time.monotonic() - t0)
+        time.sleep(0.1)
+    for p in fifo + list(left):
+        p.kill()
+    for p in rr:
+        p.wait()
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    state = open("/sys/kernel/sched_ext/state").read().strip()
+    if d:
+        d.send_signal(signal.SIGINT)
+        d.wait()
+    done.sort()
+    files = len(os.listdir(DIR))
+    med = f"{done[len(done) // 2]:.1f}" if done else "-"
+    last = f"{done[-1]:.1f}" if len(done) == 30 else f"> {LIMIT_S}"
+    print(f"RESULT {MODE}: {len(done)} of 30 exited ({files} files), last {last} s, "
+          f"median {med} s, sched_ext {state}", flush=True)
+
+
+for _ in range(RUNS):
+    one()
+    time.sleep(2)
