@@ -12,7 +12,12 @@ directory's lock in turn. Prints how long until all 30 exited.
 Usage, in the VM (DIR on the virtiofs share makes each create wait for the
 host; on the guest's own /tmp it does not):
   python3 bench/exits_convoy.py BIN MODE RUNS DIR
-MODE: fq100 / fq1000 (scx_fairquota with that --guard-ms) or cfs.
+MODE: fq100 / fq1000 (scx_fairquota with that --guard-ms) or cfs. The
+files go to DIR/exits_convoy, removed and made again at each run. From the
+host, for the virtiofs case (after mkdir -p /tmp/ec):
+  scripts/vm-run.sh --rwdir /tmp/ec -- \
+    'python3 bench/exits_convoy.py target/release/scx_fairquota fq100 1 /tmp/ec'
+and with DIR /tmp/ec_local (no --rwdir) for the guest's own /tmp.
 """
 import os
 import shutil
@@ -21,7 +26,8 @@ import subprocess
 import sys
 import time
 
-BIN, MODE, RUNS, DIR = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+BIN, MODE, RUNS = sys.argv[1], sys.argv[2], int(sys.argv[3])
+DIR = os.path.join(sys.argv[4], "exits_convoy")  # made afresh each run
 HOG = """
 import os, signal, sys
 stop = False
