@@ -13,7 +13,8 @@ Usage, in the VM (DIR on the virtiofs share makes each create wait for the
 host; on the guest's own /tmp it does not):
   python3 bench/exits_convoy.py BIN MODE RUNS DIR
 MODE: fq100 / fq1000 (scx_fairquota with that --guard-ms) or cfs. The
-files go to DIR/exits_convoy, removed and made again at each run. From the
+files go to DIR/exits_convoy, removed and made again at each run; the
+daemon's output (stats every 10 s) to DIR/daemon-MODE.log. From the
 host, for the virtiofs case (after mkdir -p /tmp/ec):
   scripts/vm-run.sh --rwdir /tmp/ec -- \
     'python3 bench/exits_convoy.py target/release/scx_fairquota fq100 1 /tmp/ec'
@@ -26,8 +27,6 @@ import subprocess
 import sys
 import time
 
-BIN, MODE, RUNS = sys.argv[1], sys.argv[2], int(sys.argv[3])
-DIR = os.path.join(sys.argv[4], "exits_convoy")  # made afresh each run
 HOG = """
 import os, signal, sys
 stop = False
@@ -45,22 +44,28 @@ for k in range(20):
 LIMIT_S = 240
 
 
-def one():
-    d = None
-    if MODE.startswith("fq"):
-        d = subprocess.Popen([BIN, "--guard-ms", MODE[2:], "--stats-interval", "0"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def one_run(binary, mode, base):
+    """One run of MODE; the files go to BASE/exits_convoy. Returns what it
+    measured (last: seconds until all 30 exited, None past LIMIT_S)."""
+    out = os.path.join(base, "exits_convoy")  # made afresh each run
+    d, log_path = None, os.path.join(base, f"daemon-{mode}.log")
+    if mode.startswith("fq"):
+        log = open(log_path, "w")
+        d = subprocess.Popen([binary, "--guard-ms", mode[2:], "--stats-interval", "10"],
+                             stdout=log, stderr=subprocess.STDOUT)
         while open("/sys/kernel/sched_ext/state").read().strip() != "enabled":
+            if d.poll() is not None:
+                raise RuntimeError(f"scx_fairquota exited with {d.returncode}: see {log_path}")
             time.sleep(0.2)
         time.sleep(1)
-    shutil.rmtree(DIR, ignore_errors=True)
-    os.makedirs(DIR)
-    rr = [subprocess.Popen([sys.executable, "-c", HOG, DIR], stdout=subprocess.PIPE)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    rr = [subprocess.Popen([sys.executable, "-c", HOG, out], stdout=subprocess.PIPE)
           for _ in range(30)]
     for p in rr:
         p.stdout.readline()  # its handler is set: SIGUSR1 no longer kills it
     time.sleep(1)
-    if MODE == "cfs":
+    if mode == "cfs":
         hog = ["chrt", "-f", "10"]
     else:
         hog = ["nice", "-n", "-5"]
@@ -84,17 +89,33 @@ def one():
         p.wait()
     os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
     state = open("/sys/kernel/sched_ext/state").read().strip()
+    rc = None
     if d:
         d.send_signal(signal.SIGINT)
-        d.wait()
+        rc = d.wait()
     done.sort()
-    files = len(os.listdir(DIR))
-    med = f"{done[len(done) // 2]:.1f}" if done else "-"
-    last = f"{done[-1]:.1f}" if len(done) == 30 else f"> {LIMIT_S}"
-    print(f"RESULT {MODE}: {len(done)} of 30 exited ({files} files), last {last} s, "
-          f"median {med} s, sched_ext {state}", flush=True)
+    return {
+        "mode": mode,
+        "exited": len(done),
+        "files": len(os.listdir(out)),
+        "last": done[-1] if len(done) == len(rr) else None,
+        "median": done[len(done) // 2] if done else None,
+        "state": state,
+        "rc": rc,
+        "log": log_path if d else None,
+    }
 
 
-for _ in range(RUNS):
-    one()
-    time.sleep(2)
+def main():
+    binary, mode, runs, base = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    for _ in range(runs):
+        r = one_run(binary, mode, base)
+        med = f"{r['median']:.1f}" if r["median"] is not None else "-"
+        last = f"{r['last']:.1f}" if r["last"] is not None else f"> {LIMIT_S}"
+        print(f"RESULT {mode}: {r['exited']} of 30 exited ({r['files']} files), last {last} s, "
+              f"median {med} s, sched_ext {r['state']}", flush=True)
+        time.sleep(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -47,6 +47,17 @@ enum consts {
 	 * takes one turn per 50 ms behind FIFO work, a few % of a CPU.
 	 */
 	KTHREAD_MAX_WAIT_NS	= 50ULL * 1000 * 1000,
+	/*
+	 * RR budget of a CPU that runs FIFO work (rr_budget_turn() in
+	 * queues.bpf.h): an RR task that wakes there runs at once, on up to
+	 * RR_BUDGET_NS of RR time per RR_BUDGET_WINDOW_NS (5%, as the
+	 * kernel's RT throttling leaves fair tasks), not behind the FIFO
+	 * task until the guard. A turn is not started on less than
+	 * RR_BUDGET_MIN_NS.
+	 */
+	RR_BUDGET_WINDOW_NS	= 100ULL * 1000 * 1000,
+	RR_BUDGET_NS		= 5ULL * 1000 * 1000,
+	RR_BUDGET_MIN_NS	= 50ULL * 1000,
 
 	/* Longest a task stays throttled to pay off overrun (debt cap). */
 	MAX_THROTTLE_NS		= 2000ULL * 1000 * 1000,
@@ -246,6 +257,7 @@ enum counter_idx {
 	CNT_KTHREAD_WALK,	/* a full guard walk for a queued kernel thread */
 	CNT_SLICE_LATE,		/* a slice timer fired over SLICE_LATE_NS late */
 	CNT_DSLEEP_GUARD,	/* woken from a D sleep, waited past KTHREAD_MAX_WAIT_NS */
+	CNT_RR_BUDGET,		/* an RR task woke behind FIFO work and ran on the RR budget */
 	NR_COUNTERS,
 };
 

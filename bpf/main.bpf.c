@@ -18,6 +18,13 @@
  *    runs FIFO work, another RR CPU of its LLC), never a per-CPU kernel
  *    thread; with no FIFO work waiting, ops.enqueue() puts it straight
  *    on its CPU with SCX_ENQ_PREEMPT (no kick and dispatch round).
+ *  - RR budget (rr_budget_turn()): an RR task that wakes on a CPU running
+ *    a FIFO task goes straight to that CPU with SCX_ENQ_PREEMPT while the
+ *    CPU has RR budget left (RR_BUDGET_NS per RR_BUDGET_WINDOW_NS, 5%, as
+ *    the kernel's fair server gives fair tasks behind RT work), so a
+ *    sleeping lock shared by RR tasks does not move once per guard behind
+ *    FIFO hogs. The budget is per CPU, in its cpu_ctx, charged by that CPU
+ *    alone: no shared write.
  *  - RR tasks carry a weighted virtual time: running costs
  *    runtime * 100 / p->scx.weight. They are queued by the virtual
  *    deadline of their next turn (vtime + slice * 100 / weight, as EEVDF
@@ -550,6 +557,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	set_task_llc(tctx, cpu, llc);
+	tctx->bturn = 0;
 	tctx->woke = !!(enq_flags & SCX_ENQ_WAKEUP);
 	if (tctx->woke)
 		rr_wake(tctx, &cfg, cpu);
@@ -625,6 +633,10 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 		stat_inc(reader ? CNT_RCU_BOOST : CNT_KTHREAD_BOOST);
 		return;
 	}
+
+	/* An RR wakeup behind FIFO work runs now, on the CPU's RR budget. */
+	if (rr_budget_turn(p, tctx, &cfg, enq_flags, now))
+		return;
 
 	if (tctx->class == CLASS_FIFO) {
 		if (head)
@@ -731,7 +743,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct task_ctx *tctx = try_lookup_task_ctx(p);
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
-	u64 now = bpf_ktime_get_ns(), slice;
+	u64 now = bpf_ktime_get_ns(), slice, budget;
 	u32 llc = llc_of(cpu);
 	struct fq_config cfg;
 	bool throttled;
@@ -774,6 +786,17 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	 * callback livelocked: a task in a migration-disabled section is
 	 * put straight back on the CPU without ops.enqueue().)
 	 */
+	/* A turn on the RR budget: no longer than the budget left. */
+	if (cctx)
+		cctx->curr_bturn = tctx->bturn;
+	if (cctx && tctx->bturn) {
+		budget = rr_budget_left(cctx, now);
+		if (budget < RR_BUDGET_MIN_NS)
+			budget = RR_BUDGET_MIN_NS;
+		if (slice > budget)
+			slice = budget;
+	}
+	tctx->bturn = 0;
 	if (throttled)
 		slice = 0;
 	/* An RCU reader is parked only once it has left the section. */
@@ -828,6 +851,10 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 		return;
 	read_config(&cfg);
 	now = bpf_ktime_get_ns();
+	if (cctx && cctx->curr_bturn) {
+		rr_budget_charge(cctx, tctx->turn_start_ns, now);
+		cctx->curr_bturn = 0;
+	}
 	charge(p, tctx, &cfg, now, runnable);
 	if (tctx->class == CLASS_RR) {
 		tctx->turn_step = turn_cost(tctx, now);

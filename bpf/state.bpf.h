@@ -118,7 +118,8 @@ struct task_ctx {
 	u8 sync_wake;		/* woken by a sync wakeup (select_cpu), once */
 	u8 woke;		/* queued by its wakeup, not run since */
 	u8 dsleep;		/* slept in D (uninterruptible), not run since */
-	u8 __pad_u8[3];
+	u8 bturn;		/* queued for a turn on the RR budget, not run since */
+	u8 __pad_u8[2];
 	s32 rr_cpu;		/* CPU whose nr_rr_waiting counts it, or -1 */
 	u32 rel_pending;	/* released by its cgroups, not run yet */
 	u32 __pad2;
@@ -157,10 +158,12 @@ struct cpu_ctx {
 	u32 curr_class;		/* class of the running task */
 	u8 curr_valid;		/* a task of ours is running */
 	u8 curr_preemptible;	/* it may be preempted (not a pcpu kthread) */
-	u8 __pad[2];
+	u8 curr_bturn;		/* its turn is on the RR budget */
+	u8 __pad[1];
 	s64 nr_rr_waiting;	/* queued RR tasks assigned to this CPU */
 	u64 timer_at;		/* the slice timer's deadline (ktime ns) */
-	u64 __pad2[2];
+	u64 bud_start_ns;	/* RR budget: when its window started */
+	u64 bud_used_ns;	/* RR budget: RR time charged in that window */
 };
 
 struct {

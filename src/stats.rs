@@ -265,6 +265,8 @@ pub struct Metrics {
     pub slice_late: u64,
     #[stat(desc = "tasks woken from a D sleep that waited past 50 ms (made urgent)")]
     pub dsleep_guard: u64,
+    #[stat(desc = "RR wakeups behind FIFO work that ran at once on the CPU's RR budget")]
+    pub rr_budget: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -338,6 +340,7 @@ impl Metrics {
             ("kthread_walk", &mut self.kthread_walk),
             ("slice_late", &mut self.slice_late),
             ("dsleep_guard", &mut self.dsleep_guard),
+            ("rr_budget", &mut self.rr_budget),
         ]
     }
 

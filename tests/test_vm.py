@@ -425,6 +425,31 @@ def test_fifo_crowd_no_convoy(binary, tmp_path):
           f" fifo_rotate {t.get('fifo_rotate')}")
 
 
+def test_exits_convoy_rr_budget(binary, tmp_path):
+    """30 nice 0 tasks behind two pinned nice -5 (FIFO) hogs each create 20
+    files in one directory of the virtiofs share and exit; the same under
+    the default scheduler (SCHED_FIFO hogs, whose fair server gives the
+    rest 5%) in the same boot. Before the RR budget, every wakeup from a
+    create waited behind the FIFO hog for the guard: 2.0-2.4x the default
+    scheduler's time over 2 boots."""
+    r = run_scenario("exits_convoy", tmp_path)
+    fq, cfs, t = r["fq"], r["cfs"], r["fq"]["totals"]
+    ratio = (fq["last"] / cfs["last"]) if fq["last"] and cfs["last"] else None
+    check_all([
+        ("scx_fairquota: tasks exited (of 30)", fq["exited"], "30", fq["exited"] == 30),
+        ("default scheduler: tasks exited (of 30)", cfs["exited"], "30", cfs["exited"] == 30),
+        ("time to the last exit, fq / default scheduler",
+         None if ratio is None else round(ratio, 2), "<= 1.5", ratio is not None and ratio <= 1.5),
+        ("RR wakeups run on the RR budget (rr_budget)", t.get("rr_budget"), "> 0",
+         t.get("rr_budget", 0) > 0),
+        ("state during the fq run", fq["state"], "enabled", fq["state"] == "enabled"),
+        ("scheduler exit status", fq["rc"], "0", fq["rc"] == 0),
+    ])
+    print(f"last exit: fq {fq['last']:.1f} s (median {fq['median']:.1f}), default scheduler"
+          f" {cfs['last']:.1f} s (median {cfs['median']:.1f}); rr_budget {t.get('rr_budget')},"
+          f" dsleep_guard {t.get('dsleep_guard')}, guard {t.get('guard')}")
+
+
 def test_guard_bounds_every_wait(binary, tmp_path):
     r = run_scenario("guard_many", tmp_path)
     checks = []

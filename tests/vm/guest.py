@@ -384,6 +384,22 @@ def scenario_fifo_crowd(out):
     return r
 
 
+def scenario_exits_convoy(out):
+    """bench/exits_convoy.py under scx_fairquota (--guard-ms 100), then
+    under the default scheduler in the same boot: 30 nice 0 tasks behind two
+    pinned CPU hogs (nice -5, FIFO; SCHED_FIFO under the default scheduler)
+    each create 20 files in one directory of OUT (the virtiofs share, where
+    every create sleeps for the host) and exit."""
+    sys.path.insert(0, os.path.join(REPO, "bench"))
+    import exits_convoy
+
+    fq = exits_convoy.one_run(BIN, "fq100", out)
+    fq["totals"] = final_totals(read(fq["log"]))
+    fq["log_tail"] = read(fq["log"])[-3000:]
+    time.sleep(2)
+    return {"fq": fq, "cfs": exits_convoy.one_run(BIN, "cfs", out)}
+
+
 def scenario_fifo_rotate(out):
     """Two FIFO hogs on one CPU for longer than the kernel watchdog timeout."""
     d = Daemon(out, "fifo-rotate", [])
@@ -2045,6 +2061,7 @@ SCENARIOS = {
     "fifo_guard": scenario_fifo_guard,
     "fifo_rotate": scenario_fifo_rotate,
     "fifo_crowd": scenario_fifo_crowd,
+    "exits_convoy": scenario_exits_convoy,
     "weight": scenario_weight,
     "reconfig": scenario_reconfig,
     "slices": scenario_slices,
