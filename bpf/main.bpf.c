@@ -23,8 +23,8 @@
  *    CPU has RR budget left (RR_BUDGET_NS per RR_BUDGET_WINDOW_NS, 5%, as
  *    the kernel's fair server gives fair tasks behind RT work), so a
  *    sleeping lock shared by RR tasks does not move once per guard behind
- *    FIFO hogs. The budget is per CPU, in its cpu_ctx, charged by that CPU
- *    alone: no shared write.
+ *    FIFO hogs. Only FIFO work preempts such a turn. The budget is per
+ *    CPU, in its cpu_ctx, charged by that CPU alone: no shared write.
  *  - RR tasks carry a weighted virtual time: running costs
  *    runtime * 100 / p->scx.weight. They are queued by the virtual
  *    deadline of their next turn (vtime + slice * 100 / weight, as EEVDF

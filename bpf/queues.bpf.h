@@ -660,6 +660,13 @@ static bool may_preempt(const struct cpu_ctx *cctx, const struct task_ctx *tctx,
 	if (!may_claim(tctx, enq_flags) || !cctx->curr_valid ||
 	    !cctx->curr_preemptible || cctx->curr_class != CLASS_RR)
 		return false;
+	/*
+	 * A turn on the RR budget holds a FIFO task's CPU: only FIFO work
+	 * preempts it. An RR task that preempted it would run uncharged
+	 * while the FIFO task waits, and the next after it, and so on.
+	 */
+	if (cctx->curr_bturn && tctx->class != CLASS_FIFO)
+		return false;
 	dl = cctx->curr_deadline;
 	/* 0: a kernel thread's turn, which no RR wakeup preempts. */
 	if (c->credit && dl) {
@@ -843,7 +850,9 @@ static void rr_budget_charge(struct cpu_ctx *cctx, u64 start, u64 now)
 /*
  * RR task @p woke (@enq_flags) on its CPU, where FIFO work runs: if that
  * CPU has RR budget left, put @p on its local queue with SCX_ENQ_PREEMPT,
- * which ends the FIFO task's turn at once, and return true. Not for a
+ * which ends the FIFO task's turn at once, and return true. Behind a turn
+ * on the budget (which no RR task preempts, may_preempt()) it queues
+ * there without preempting, for the next turn on what is left. Not for a
  * SCHED_BATCH or SCHED_IDLE task (no_wakeup_preempt()), nor ahead of a
  * per-CPU kernel thread (not preemptible) or a task already on that local
  * queue.
@@ -854,17 +863,22 @@ static bool rr_budget_turn(struct task_struct *p, struct task_ctx *tctx,
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 
+	bool fifo;
+
 	if (!(enq_flags & SCX_ENQ_WAKEUP) || tctx->class != CLASS_RR ||
-	    no_wakeup_preempt(p) || !cctx || !READ_ONCE(cctx->curr_valid) ||
-	    READ_ONCE(cctx->curr_class) != CLASS_FIFO ||
-	    !READ_ONCE(cctx->curr_preemptible) ||
+	    no_wakeup_preempt(p) || !cctx || !READ_ONCE(cctx->curr_valid))
+		return false;
+	fifo = READ_ONCE(cctx->curr_class) == CLASS_FIFO;
+	if (!(fifo ? READ_ONCE(cctx->curr_preemptible) :
+		     READ_ONCE(cctx->curr_bturn)) ||
 	    rr_budget_left(cctx, now) < RR_BUDGET_MIN_NS ||
 	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu))
 		return false;
 	tctx->bturn = 1;
 	stat_inc(CNT_RR_BUDGET);
-	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cfg->slice_ns,
-			   enq_flags | SCX_ENQ_PREEMPT);
+	if (fifo)
+		enq_flags |= SCX_ENQ_PREEMPT;
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cfg->slice_ns, enq_flags);
 	return true;
 }
 
