@@ -1,26 +1,29 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Exits convoy behind FIFO work (guest side, ad hoc; no report yet).
+"""Exits convoy behind FIFO work: guest side of bench/exits_convoy.sh.
 
 30 CPU-bound Python processes (nice 0: RR under scx_fairquota, CFS under
 the default scheduler) run behind two CPU hogs pinned one per CPU (nice -5:
 FIFO under scx_fairquota; SCHED_FIFO 10 under the default scheduler, whose
 fair server leaves fair tasks 50 ms a second). Each is told to stop, then
 writes 20 files into one directory and exits: the creates take the
-directory's lock in turn. Prints how long until all 30 exited.
+directory's lock in turn. Measures how long until all 30 exited.
 
 Usage, in the VM (DIR on the virtiofs share makes each create wait for the
 host; on the guest's own /tmp it does not):
-  python3 bench/exits_convoy.py BIN MODE RUNS DIR
-MODE: fq100 / fq1000 (scx_fairquota with that --guard-ms) or cfs. The
+  python3 bench/exits_convoy.py run BIN MODES RUNS DIR
+MODES: space-separated, each fq100 / fq1000 (scx_fairquota with that
+--guard-ms) or cfs; every run runs each mode once, in that order. The
 files go to DIR/exits_convoy, removed and made again at each run; the
-daemon's output (stats every 10 s) to DIR/daemon-MODE.log. From the
-host, for the virtiofs case (after mkdir -p /tmp/ec):
-  scripts/vm-run.sh --rwdir /tmp/ec -- \
-    'python3 bench/exits_convoy.py target/release/scx_fairquota fq100 1 /tmp/ec'
-and with DIR /tmp/ec_local (no --rwdir) for the guest's own /tmp.
+daemon's output (stats every 10 s) to DIR/daemon-MODE-RUN.log; the results to
+DIR/exits_convoy.json, which
+  python3 bench/exits_convoy.py report JSON COMMAND
+turns into the markdown report (bench/exits_convoy.sh does both).
 """
+import datetime
+import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -44,11 +47,11 @@ for k in range(20):
 LIMIT_S = 240
 
 
-def one_run(binary, mode, base):
+def one_run(binary, mode, base, tag=""):
     """One run of MODE; the files go to BASE/exits_convoy. Returns what it
     measured (last: seconds until all 30 exited, None past LIMIT_S)."""
     out = os.path.join(base, "exits_convoy")  # made afresh each run
-    d, log_path = None, os.path.join(base, f"daemon-{mode}.log")
+    d, log_path = None, os.path.join(base, f"daemon-{mode}{tag}.log")
     if mode.startswith("fq"):
         log = open(log_path, "w")
         d = subprocess.Popen([binary, "--guard-ms", mode[2:], "--stats-interval", "10"],
@@ -106,15 +109,72 @@ def one_run(binary, mode, base):
     }
 
 
+def run(binary, modes, runs, base):
+    res = {"kernel": platform.release(), "ncpu": os.cpu_count(), "runs": []}
+    for i in range(runs):
+        for mode in modes.split():
+            r = one_run(binary, mode, base, f"-{i + 1}")
+            r["run"] = i + 1
+            r["totals"] = counters(r["log"])
+            res["runs"].append(r)
+            med = f"{r['median']:.1f}" if r["median"] is not None else "-"
+            last = f"{r['last']:.1f}" if r["last"] is not None else f"> {LIMIT_S}"
+            print(f"RESULT {mode}: {r['exited']} of 30 exited ({r['files']} files), last {last} s,"
+                  f" median {med} s, sched_ext {r['state']}", flush=True)
+            time.sleep(2)
+    with open(os.path.join(base, "exits_convoy.json"), "w") as f:
+        json.dump(res, f, indent=1)
+
+
+def counters(log):
+    """The daemon's final counters, from its log."""
+    for line in open(log).read().splitlines() if log and os.path.exists(log) else []:
+        if line.startswith("[fairquota] final:"):
+            return {k: int(v) for k, v in (kv.split("=") for kv in line.split()[2:])}
+    return {}
+
+
+def secs(x):
+    return f"{x:.1f}" if x is not None else f"> {LIMIT_S}"
+
+
+def report(path, cmd):
+    res = json.load(open(path))
+    print("# Exits convoy behind FIFO work\n")
+    print(f"- command: `{cmd}`")
+    print(f"- kernel: {res['kernel']} (Debian sid, sched_ext), virtme-ng VM under single-threaded"
+          f" TCG, {res['ncpu']} vCPUs")
+    print(f"- date: {datetime.date.today().isoformat()}")
+    print("- workload: 30 CPU-bound Python processes (nice 0: RR under scx_fairquota, CFS under"
+          " the default scheduler) behind two CPU hogs pinned one per CPU (nice -5, FIFO under"
+          " scx_fairquota; `SCHED_FIFO` 10 under the default scheduler, whose fair server"
+          " leaves fair tasks 5%); each is told to stop, then creates 20 files in one directory"
+          " of the VM's virtiofs share (each create waits for the host) and exits. Time from"
+          " the stop signal to the last exit; the modes alternate within one boot\n")
+    print("| run | mode | exited | last exit (s) | median exit (s) | last / default scheduler's"
+          " | `rr_budget` | `dsleep_guard` | `guard` | state after |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    cfs = {r["run"]: r["last"] for r in res["runs"] if r["mode"] == "cfs"}
+    for r in res["runs"]:
+        ref = cfs.get(r["run"])
+        ratio = f"{r['last'] / ref:.2f}x" if r["last"] and ref else "-"
+        c = r["totals"]
+        print(f"| {r['run']} | {'default scheduler' if r['mode'] == 'cfs' else r['mode']} |"
+              f" {r['exited']} of 30 | {secs(r['last'])} | {secs(r['median'])} | {ratio} |"
+              f" {c.get('rr_budget', '-')} | {c.get('dsleep_guard', '-')} | {c.get('guard', '-')} |"
+              f" {r['state']} |")
+    print("\nThe counters are the daemon's totals over its run (`-` under the default"
+          " scheduler): RR wakeups that ran at once on a CPU's RR budget, tasks woken from a"
+          " `D` sleep that waited past 50 ms, RR tasks the guard made urgent.")
+
+
 def main():
-    binary, mode, runs, base = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-    for _ in range(runs):
-        r = one_run(binary, mode, base)
-        med = f"{r['median']:.1f}" if r["median"] is not None else "-"
-        last = f"{r['last']:.1f}" if r["last"] is not None else f"> {LIMIT_S}"
-        print(f"RESULT {mode}: {r['exited']} of 30 exited ({r['files']} files), last {last} s, "
-              f"median {med} s, sched_ext {r['state']}", flush=True)
-        time.sleep(2)
+    if sys.argv[1] == "run":
+        run(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
+    elif sys.argv[1] == "report":
+        report(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(__doc__)
 
 
 if __name__ == "__main__":

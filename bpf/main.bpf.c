@@ -778,14 +778,6 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	 * waiting now, and no RR slice exceeds what is left of the quota.
 	 */
 	slice = task_slice(tctx, &cfg, cpu, llc);
-	/*
-	 * Queued before its cgroup ran out (hundreds of a group's tasks
-	 * released at once, say): no turn on a spent quota. The slice
-	 * timer, armed below with 0, ends the turn right after this
-	 * callback, and the task is then parked. (A kick from inside this
-	 * callback livelocked: a task in a migration-disabled section is
-	 * put straight back on the CPU without ops.enqueue().)
-	 */
 	/* A turn on the RR budget: no longer than the budget left. */
 	if (cctx)
 		cctx->curr_bturn = tctx->bturn;
@@ -797,6 +789,14 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 			slice = budget;
 	}
 	tctx->bturn = 0;
+	/*
+	 * Queued before its cgroup ran out (hundreds of a group's tasks
+	 * released at once, say): no turn on a spent quota. The slice
+	 * timer, armed below with 0, ends the turn right after this
+	 * callback, and the task is then parked. (A kick from inside this
+	 * callback livelocked: a task in a migration-disabled section is
+	 * put straight back on the CPU without ops.enqueue().)
+	 */
 	if (throttled)
 		slice = 0;
 	/* An RCU reader is parked only once it has left the section. */

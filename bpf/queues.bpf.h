@@ -815,14 +815,15 @@ static bool fifo_preempt_local(struct task_struct *p, struct task_ctx *tctx,
  * wakeup of an RR task behind FIFO hogs waited for the guard (50 ms after
  * a D sleep): 30 tasks that each created 20 files in one directory of a
  * virtiofs share took 2.0-2.4x as long to exit as under the default
- * scheduler, whose fair server serves such a wakeup within microseconds.
- * The preempted FIFO task resumes at the head of its queue once the turn
- * ends; a FIFO task that wakes preempts the turn. The budget lives in the
- * CPU's cpu_ctx, charged by that CPU alone (rr_budget_charge()) and read
- * by wakers: no shared write. A turn is capped to what is left when it
- * starts, and a turn that started on one CPU's budget may run on it alone
- * (the local queue), so a CPU gives at most RR_BUDGET_NS + RR_BUDGET_MIN_NS
- * per window.
+ * scheduler (1.16-1.32x with the budget). The preempted FIFO task
+ * resumes at the head of its queue once the turn ends; a FIFO task that
+ * wakes preempts the turn; an RR task that wakes does not, and queues
+ * behind it. The budget lives in the CPU's cpu_ctx, charged by that CPU
+ * alone (rr_budget_charge()) and read by wakers: no shared write, so it
+ * costs nothing more on 256 CPUs than on 2. A turn is capped to what is
+ * left when it starts (at least RR_BUDGET_MIN_NS) and runs on that CPU's
+ * local queue, so a CPU gives at most about RR_BUDGET_NS +
+ * RR_BUDGET_MIN_NS per window.
  */
 static u64 rr_budget_left(const struct cpu_ctx *cctx, u64 now)
 {
@@ -862,7 +863,6 @@ static bool rr_budget_turn(struct task_struct *p, struct task_ctx *tctx,
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
-
 	bool fifo;
 
 	if (!(enq_flags & SCX_ENQ_WAKEUP) || tctx->class != CLASS_RR ||
