@@ -106,6 +106,7 @@ def one_run(binary, mode, base, tag=""):
         "state": state,
         "rc": rc,
         "log": log_path if d else None,
+        "totals": counters(log_path) if d else {},
     }
 
 
@@ -115,7 +116,6 @@ def run(binary, modes, runs, base):
         for mode in modes.split():
             r = one_run(binary, mode, base, f"-{i + 1}")
             r["run"] = i + 1
-            r["totals"] = counters(r["log"])
             res["runs"].append(r)
             med = f"{r['median']:.1f}" if r["median"] is not None else "-"
             last = f"{r['last']:.1f}" if r["last"] is not None else f"> {LIMIT_S}"
