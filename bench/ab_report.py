@@ -24,6 +24,9 @@ def metrics(r):
     for k, v in r.get("reqresp", {}).items():
         for f in ("req_per_s", "p50_us", "p99_us"):
             m[f"request/response {k}: {f}"] = v[f]
+    for k, v in r.get("fiforeq", {}).items():
+        for f in ("req_per_s", "p50_us", "p99_us", "max_us"):
+            m[f"request/response at nice -5 {k}: {f}"] = v[f]
     for k, v in r.get("cyclictest", {}).items():
         if k not in ("samples", "traced_wakeups"):
             m[f"cyclictest nice -5 beside nice 5 stress-ng: {k}"] = v

@@ -15,13 +15,17 @@ other in the same VM:
     longest gap between units);
   - a request/response workload at nice 0 (bench/reqresp.c), alone and
     beside two nice 5 CPU hogs (requests/s, p50/p99 latency);
+  - (part fiforeq, not in the default set) the same workload at nice -5,
+    FIFO under scx_fairquota, beside nice 0 tasks that wake all the time
+    (`stress-ng --pipe N`): what RR wakeups cost FIFO work (the RR
+    budget lets such a wakeup preempt a FIFO task);
   - for the BPF schedulers, the BPF run time per call of each struct_ops
     program (kernel.bpf_stats_enabled).
 Writes OUT/<label>.json.
 
 Usage: guest_bench.py OUT LABEL [BINARY]   (no BINARY = default scheduler)
 Env:   BENCH_PARTS  comma-separated subset of hackbench,cyclictest,sharing,reqresp
-       (quick experiments; the report needs all four)
+       (quick experiments; the report needs all four), or fiforeq
        BENCH_CGROUP NAME=QUOTA/PERIOD: an empty cgroup NAME with that limit
        exists throughout (`--cgroup` for scx_fairquota, cpu.max for the
        default scheduler), as on a host where some container is limited:
@@ -244,6 +248,21 @@ def reqresp():
     return res
 
 
+def fiforeq():
+    """reqresp at nice -5 alone and beside NCPU nice 0 pipe ping-pong pairs."""
+    res = {}
+    for label, wakers in [("alone", 0), ("beside nice 0 pipe wakers", NCPU)]:
+        hog = (subprocess.Popen(["stress-ng", "--pipe", str(wakers), "--timeout", "60s"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/tmp")
+               if wakers else None)
+        time.sleep(2)
+        res[label] = run_reqresp(10, prefix=("nice", "-n", "-5"))
+        if hog:
+            hog.send_signal(signal.SIGINT)
+            hog.wait()
+    return res
+
+
 def bpf_costs():
     out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
     costs = {}
@@ -273,8 +292,9 @@ def main():
         sched = start_scheduler(binary, log, cg_args)
     res = {"label": label, "ncpu": NCPU, "kernel": os.uname().release, "ops": None}
     runs = {"hackbench": hackbench, "cyclictest": cyclictest, "sharing": lambda: sharing(loops),
-            "reqresp": reqresp}
-    for part in os.environ.get("BENCH_PARTS", ",".join(runs)).split(","):
+            "reqresp": reqresp, "fiforeq": fiforeq}
+    default_parts = "hackbench,cyclictest,sharing,reqresp"
+    for part in os.environ.get("BENCH_PARTS", default_parts).split(","):
         res[part] = runs[part]()
     if sched:
         res["bpf"] = bpf_costs()
