@@ -152,8 +152,8 @@ def report(path, cmd):
           " of the VM's virtiofs share (each create waits for the host) and exits. Time from"
           " the stop signal to the last exit; the modes alternate within one boot\n")
     print("| run | mode | exited | last exit (s) | median exit (s) | last / default scheduler's"
-          " | `rr_budget` | `dsleep_guard` | `guard` | state after |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          " | `rr_budget` | `rr_budget_tick` | `dsleep_guard` | `guard` | state after |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     cfs = {r["run"]: r["last"] for r in res["runs"] if r["mode"] == "cfs"}
     for r in res["runs"]:
         ref = cfs.get(r["run"])
@@ -161,10 +161,12 @@ def report(path, cmd):
         c = r["totals"]
         print(f"| {r['run']} | {'default scheduler' if r['mode'] == 'cfs' else r['mode']} |"
               f" {r['exited']} of 30 | {secs(r['last'])} | {secs(r['median'])} | {ratio} |"
-              f" {c.get('rr_budget', '-')} | {c.get('dsleep_guard', '-')} | {c.get('guard', '-')} |"
+              f" {c.get('rr_budget', '-')} | {c.get('rr_budget_tick', '-')} |"
+              f" {c.get('dsleep_guard', '-')} | {c.get('guard', '-')} |"
               f" {r['state']} |")
     print("\nThe counters are the daemon's totals over its run (`-` under the default"
-          " scheduler): RR wakeups that ran at once on a CPU's RR budget, tasks woken from a"
+          " scheduler): RR wakeups that ran at once on a CPU's RR budget, ticks that gave a"
+          " queued RR task a turn on it, tasks woken from a"
           " `D` sleep that waited past 50 ms, RR tasks the guard made urgent.")
 
 

@@ -48,12 +48,12 @@ enum consts {
 	 */
 	KTHREAD_MAX_WAIT_NS	= 50ULL * 1000 * 1000,
 	/*
-	 * RR budget of a CPU that runs FIFO work (rr_budget_turn() in
-	 * queues.bpf.h): an RR task that wakes there runs at once, on up to
-	 * RR_BUDGET_NS of RR time per RR_BUDGET_WINDOW_NS (5%, as the
-	 * kernel's RT throttling leaves fair tasks), not behind the FIFO
-	 * task until the guard. A turn is not started on less than
-	 * RR_BUDGET_MIN_NS.
+	 * RR budget of a CPU that runs FIFO work (rr_budget_turn() and
+	 * rr_budget_ask() in queues.bpf.h): an RR task that wakes there runs
+	 * at once, and the RR queue's head at a tick, on up to RR_BUDGET_NS
+	 * of RR time per RR_BUDGET_WINDOW_NS (5%, as the kernel's fair
+	 * server leaves fair tasks), not behind the FIFO task until the
+	 * guard. A turn is not started on less than RR_BUDGET_MIN_NS.
 	 */
 	RR_BUDGET_WINDOW_NS	= 100ULL * 1000 * 1000,
 	RR_BUDGET_NS		= 5ULL * 1000 * 1000,
@@ -258,6 +258,7 @@ enum counter_idx {
 	CNT_SLICE_LATE,		/* a slice timer fired over SLICE_LATE_NS late */
 	CNT_DSLEEP_GUARD,	/* woken from a D sleep, waited past KTHREAD_MAX_WAIT_NS */
 	CNT_RR_BUDGET,		/* an RR task woke behind FIFO work and ran on the RR budget */
+	CNT_RR_BUDGET_TICK,	/* a tick ended a FIFO turn for a queued RR task's budget turn */
 	NR_COUNTERS,
 };
 

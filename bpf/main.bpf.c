@@ -23,8 +23,12 @@
  *    CPU has RR budget left (RR_BUDGET_NS per RR_BUDGET_WINDOW_NS, 5%, as
  *    the kernel's fair server gives fair tasks behind RT work), so a
  *    sleeping lock shared by RR tasks does not move once per guard behind
- *    FIFO hogs. Only FIFO work preempts such a turn. The budget is per
- *    CPU, in its cpu_ctx, charged by that CPU alone: no shared write.
+ *    FIFO hogs; and at a tick of a FIFO task, an RR task queued in the
+ *    LLC that may run there gets such a turn too (rr_budget_ask(), then
+ *    rr_budget_pick() in ops.dispatch()), so RR tasks that stay runnable
+ *    get the budget as well, not one slice per guard. Only FIFO work
+ *    preempts such a turn. The budget is per CPU, in its cpu_ctx, charged
+ *    by that CPU alone: no shared write.
  *  - RR tasks carry a weighted virtual time: running costs
  *    runtime * 100 / p->scx.weight. They are queued by the virtual
  *    deadline of their next turn (vtime + slice * 100 / weight, as EEVDF
@@ -685,6 +689,10 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 	if (consume(DSQ_URGENT, llc))
 		return;
 
+	/* A tick asked for an RR turn on this CPU's budget. */
+	if (rr_budget_pick(cpu, llc))
+		return;
+
 	/* A running FIFO task keeps its CPU unless it yielded. */
 	if (keep && pctx->class == CLASS_FIFO && !pctx->to_tail) {
 		keep_running(prev, pctx, &cfg, cpu, now);
@@ -735,6 +743,11 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}
+	/* An RR task waits behind this FIFO turn: a turn on the budget. */
+	if (rr_budget_ask(p, tctx, &cfg, cpu, llc, now)) {
+		scx_bpf_task_set_slice(p, 0);
+		return;
+	}
 	slice_timer_tick(p, tctx, cpu, llc);
 }
 
@@ -779,8 +792,12 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	 */
 	slice = task_slice(tctx, &cfg, cpu, llc);
 	/* A turn on the RR budget: no longer than the budget left. */
-	if (cctx)
+	if (cctx && cctx->bud_ask == BUD_PICKED && tctx->class == CLASS_RR)
+		tctx->bturn = 1;
+	if (cctx) {
+		cctx->bud_ask = 0;
 		cctx->curr_bturn = tctx->bturn;
+	}
 	if (cctx && tctx->bturn) {
 		budget = rr_budget_left(cctx, now);
 		if (budget < RR_BUDGET_MIN_NS)

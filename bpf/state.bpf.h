@@ -159,7 +159,7 @@ struct cpu_ctx {
 	u8 curr_valid;		/* a task of ours is running */
 	u8 curr_preemptible;	/* it may be preempted (not a pcpu kthread) */
 	u8 curr_bturn;		/* its turn is on the RR budget */
-	u8 __pad[1];
+	u8 bud_ask;		/* BUD_ASKED / BUD_PICKED (rr_budget_ask()) */
 	s64 nr_rr_waiting;	/* queued RR tasks assigned to this CPU */
 	u64 timer_at;		/* the slice timer's deadline (ktime ns) */
 	u64 bud_start_ns;	/* RR budget: when its window started */

@@ -267,6 +267,8 @@ pub struct Metrics {
     pub dsleep_guard: u64,
     #[stat(desc = "RR wakeups behind FIFO work that ran at once on the CPU's RR budget")]
     pub rr_budget: u64,
+    #[stat(desc = "ticks that ended a FIFO turn for a queued RR task's turn on the RR budget")]
+    pub rr_budget_tick: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -341,6 +343,7 @@ impl Metrics {
             ("slice_late", &mut self.slice_late),
             ("dsleep_guard", &mut self.dsleep_guard),
             ("rr_budget", &mut self.rr_budget),
+            ("rr_budget_tick", &mut self.rr_budget_tick),
         ]
     }
 

@@ -1887,16 +1887,23 @@ def scenario_stats_socket(out):
     return res
 
 
+# Starved RR hogs of the trace scenario: the RR budget (5 ms per 100 ms)
+# gives CPU 0 about 3 turns of 1.5 ms a window, so 8 hogs wait past the
+# guard between them.
+STARVED = 8
+
+
 def scenario_trace(out):
     """`scx_fairquota trace` over a workload that shows every kind of
-    event: a FIFO hog and a starved RR hog on CPU 0 (guard moves), a hog
-    in a 20% cgroup and a free RR hog on CPU 1 (throttling). Also: a
-    second tracer at once, and a trace with no scheduler running."""
+    event: a FIFO hog and STARVED RR hogs on CPU 0 (more than the CPU's RR
+    budget serves, so the guard moves them too), a hog in a 20% cgroup and
+    a free RR hog on CPU 1 (throttling). Also: a second tracer at once, and
+    a trace with no scheduler running."""
     enable_cpu_controller()
     make_cgroup("tr")
     d = Daemon(out, "trace", ["--stats-interval", "0", "--cgroup", "tr=20000/100000"])
-    hogs = {"fifo": spawn_hog(-5, 0), "starved": spawn_hog(0, 0),
-            "limited": spawn_hog(0, 1), "free": spawn_hog(0, 1)}
+    hogs = {"fifo": spawn_hog(-5, 0), "limited": spawn_hog(0, 1), "free": spawn_hog(0, 1)}
+    hogs.update({f"starved{i}": spawn_hog(0, 0) for i in range(STARVED)})
     move_to_cgroup(hogs["limited"].pid, "tr")
     time.sleep(1)
     local = tempfile.mkdtemp(prefix="fq-trace-")
