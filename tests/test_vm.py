@@ -431,7 +431,9 @@ def test_exits_convoy_rr_budget(binary, tmp_path):
     the default scheduler (SCHED_FIFO hogs, whose fair server gives the
     rest 5%) in the same boot. Before the RR budget, every wakeup from a
     create waited behind the FIFO hog for the guard: 2.0-2.4x the default
-    scheduler's time over 2 boots."""
+    scheduler's time over 2 boots; with the budget for wakeups alone,
+    1.16-1.5x; with it for queued RR tasks at ticks too, 0.33-0.49x in 3
+    boots, so at most the default scheduler's time is asserted."""
     r = run_scenario("exits_convoy", tmp_path)
     fq, cfs, t = r["fq"], r["cfs"], r["fq"]["totals"]
     ratio = (fq["last"] / cfs["last"]) if fq["last"] and cfs["last"] else None
@@ -439,14 +441,17 @@ def test_exits_convoy_rr_budget(binary, tmp_path):
         ("scx_fairquota: tasks exited (of 30)", fq["exited"], "30", fq["exited"] == 30),
         ("default scheduler: tasks exited (of 30)", cfs["exited"], "30", cfs["exited"] == 30),
         ("time to the last exit, fq / default scheduler",
-         None if ratio is None else round(ratio, 2), "<= 1.5", ratio is not None and ratio <= 1.5),
+         None if ratio is None else round(ratio, 2), "<= 1.0", ratio is not None and ratio <= 1.0),
         ("RR wakeups run on the RR budget (rr_budget)", t.get("rr_budget"), "> 0",
          t.get("rr_budget", 0) > 0),
+        ("queued RR tasks run on it at ticks (rr_budget_tick)", t.get("rr_budget_tick"), "> 0",
+         t.get("rr_budget_tick", 0) > 0),
         ("state during the fq run", fq["state"], "enabled", fq["state"] == "enabled"),
         ("scheduler exit status", fq["rc"], "0", fq["rc"] == 0),
     ])
     print(f"last exit: fq {fq['last']:.1f} s (median {fq['median']:.1f}), default scheduler"
           f" {cfs['last']:.1f} s (median {cfs['median']:.1f}); rr_budget {t.get('rr_budget')},"
+          f" rr_budget_tick {t.get('rr_budget_tick')},"
           f" dsleep_guard {t.get('dsleep_guard')}, guard {t.get('guard')}")
 
 
