@@ -258,7 +258,7 @@ enum counter_idx {
 	CNT_SLICE_LATE,		/* a slice timer fired over SLICE_LATE_NS late */
 	CNT_DSLEEP_GUARD,	/* woken from a D sleep, waited past KTHREAD_MAX_WAIT_NS */
 	CNT_RR_BUDGET,		/* an RR task woke behind FIFO work and ran on the RR budget */
-	CNT_RR_BUDGET_TICK,	/* a tick ended a FIFO turn for a queued RR task's budget turn */
+	CNT_RR_BUDGET_TICK,	/* a tick gave a queued RR task a budget turn */
 	NR_COUNTERS,
 };
 

@@ -816,7 +816,7 @@ static bool fifo_preempt_local(struct task_struct *p, struct task_ctx *tctx,
  * a D sleep): 30 tasks that each created 20 files in one directory of a
  * virtiofs share took 2.0-2.4x as long to exit as under the default
  * scheduler (1.16-1.5x with the budget for wakeups alone; for queued RR
- * tasks at ticks too, rr_budget_ask(), 0.33x). The preempted FIFO task
+ * tasks at ticks too, rr_budget_ask(), 0.33-0.49x). The preempted FIFO task
  * resumes at the head of its queue once the turn ends; a FIFO task that
  * wakes preempts the turn; an RR task that wakes does not, and queues
  * behind it. The budget lives in the CPU's cpu_ctx, charged by that CPU
@@ -897,7 +897,7 @@ enum { BUD_ASKED = 1, BUD_PICKED = 2 };
  * work, not only those that wake: before, a CPU-bound RR task there ran
  * one slice per guard (1.5 ms per 100 ms on 2 CPUs) between wakeups, and
  * the exits convoy (bench/exits_convoy.py) took 1.16-1.5x the default
- * scheduler's time; with it, 0.33x. Not for a turn that may not be
+ * scheduler's time; with it, 0.33-0.49x. Not for a turn that may not be
  * preempted (a per-CPU kernel thread, a kernel thread's turn). The scan
  * reads at most KEEP_SCAN_TASKS queued tasks (RR tasks pinned to other
  * CPUs of the LLC do not end a turn here for nothing); it runs only at
