@@ -10,6 +10,10 @@
 #     and measure the scheduler's behaviour there.
 #
 # Usage: sudo scripts/test.sh [pytest args, e.g. -k quota]
+# Env:   TEST_MARKERS  pytest -m expression (default "not large": the
+#        32-vCPU test, marked large, takes 7-13 min and is left out of
+#        CI's 90 minutes; TEST_MARKERS=large runs it alone,
+#        TEST_MARKERS= runs every test)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -36,4 +40,5 @@ cc -Wall -Wextra -Werror -O2 -pthread tests/vm/spin.c -o target/spin
 
 echo "== host and VM tests"
 # --durations: the slowest tests' times at the end (CI must finish in 90 min).
-exec "$HOME/.cache/scx_fairquota/venv/bin/python" -m pytest -v -s --durations=35 tests "$@"
+exec "$HOME/.cache/scx_fairquota/venv/bin/python" -m pytest -v -s --durations=35 \
+    -m "${TEST_MARKERS-not large}" tests "$@"

@@ -696,13 +696,16 @@ def test_eight_cpus_two_llcs(binary, tmp_path):
     ])
 
 
+@pytest.mark.large
 def test_large_host_32_cpus(binary, tmp_path):
-    """32 vCPUs in 4 LLCs of 8, the largest VM this machine boots in CI
-    time: the per-LLC queues, stealing and balancing, the guard and the
-    bandwidth timers at four times the 8-vCPU test's size. Under
-    single-threaded TCG the emulator runs the 32 vCPUs in turn, so a vCPU
-    often goes unrun for 100 ms or more: waits and wakeups are slow here,
-    shares over 10-20 s are not."""
+    """32 vCPUs in 4 LLCs of 8: the per-LLC queues, stealing and
+    balancing, the guard and the bandwidth timers at four times the 8-vCPU
+    test's size. Under single-threaded TCG the emulator runs the 32 vCPUs
+    in turn, so a vCPU often goes unrun for 100 ms or more: waits and
+    wakeups are slow here, shares over 10-20 s are not. Marked `large`:
+    it took 438 s of a 47 min CI run on one host and 766 s of a 76 min
+    one on a slower host (2026-12-01), too close to CI's 90 minutes, so
+    scripts/test.sh leaves it out unless TEST_MARKERS selects it."""
     r = run_scenario("topology_large", tmp_path, env={"VM_CPUS": "32", "VM_SMP": "sockets=4,cores=8,threads=1",
                                                       "VM_MEMORY": "4G", "VM_TIMEOUT": "1500"})
     n = r["cpus"]
