@@ -7,6 +7,15 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(REPO, "target/release/scx_fairquota")
 
 
+# The tests this session runs (after -k and -m): tests/test_vm.py boots
+# one VM for the scenarios of all selected tests of a batch.
+SELECTED = []
+
+
+def pytest_collection_finish(session):
+    SELECTED[:] = session.items
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "large: a VM test too slow for CI's 90 minutes on a slow host "

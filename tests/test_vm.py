@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0
 """Scheduler behaviour measured in a sched_ext VM.
 
-Each test boots the Debian sid sched_ext kernel with virtme-ng
-(scripts/vm-run.sh), runs one scenario of tests/vm/guest.py inside, and
-compares the measured numbers with their targets. A VM that cannot boot,
-or a scheduler that cannot attach, fails the test.
+Each test runs one scenario of tests/vm/guest.py in the Debian sid
+sched_ext kernel booted with virtme-ng (scripts/vm-run.sh), alone or in
+the boot of its batch (BATCHES), and compares the measured numbers with
+their targets. A VM that cannot boot, or a scheduler that cannot attach,
+fails the test.
 """
+import inspect
 import json
 import os
 import re
@@ -14,26 +16,85 @@ import sys
 
 import pytest
 
+import conftest
 from conftest import REPO
 
 VM_RUN = os.path.join(REPO, "scripts/vm-run.sh")
 
+# Scenarios that need no VM settings of their own share boots: a boot
+# costs 20-50 s of TCG before the command starts, 32 of them a quarter of
+# CI's time. tests/vm/guest.py runs a batch's scenarios one after another,
+# each in a fresh process, and between them ends whatever a scenario left
+# running, waits for sched_ext to be disabled, onlines every CPU, removes
+# the cgroups it made and clears the kernel log. A test still runs only
+# its own scenario when it is selected alone (-k).
+BATCHES = [
+    ["attach", "quota", "fifo_guard", "fifo_rotate", "weight", "reconfig", "slices",
+     "slice_lengths"],
+    ["sync_wakeup", "fifo_crowd", "exits_convoy", "guard_many", "exec_thread", "fifo_order"],
+    ["hotplug", "stress_smoke", "storm", "stats_socket", "unit", "trace", "soak"],
+    ["cgroups", "cgroup_exact", "cgroup_fifo", "cgroup_lost_timer", "llc_lost_timer",
+     "release_home", "cgroup_gone", "cgroup_gone_lost_start", "cgroup_scale"],
+]
+SCENARIO_TIMEOUT = 900
+_batch_out = {}
+
+
+def selected_scenarios():
+    """The scenarios the selected tests of this module run (each test's
+    one run_scenario call)."""
+    names = set()
+    for item in conftest.SELECTED:
+        if getattr(item, "module", None) is sys.modules[__name__]:
+            m = re.search(r'run_scenario\("(\w+)"', inspect.getsource(item.function))
+            if m:
+                names.add(m.group(1))
+    return names
+
+
+def vm_run(names, out, env=None, guest_env=None):
+    """Boot one VM that runs the scenarios `names` of tests/vm/guest.py
+    (one: directly; more: as a batch); returns vm-run.sh's status."""
+    prefix = "".join(f"{k}={v} " for k, v in (guest_env or {}).items())
+    args = [names[0], str(out)] if len(names) == 1 else ["batch", str(out), *names]
+    timeout = SCENARIO_TIMEOUT * len(names)
+    cmd = [VM_RUN, "--rwdir", str(out), "--",
+           f"{prefix}{sys.executable} tests/vm/guest.py {' '.join(args)}"]
+    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout + 600,
+                       env={**os.environ, "VM_TIMEOUT": str(timeout + 120), **(env or {})})
+    print(p.stdout[-6000:])
+    print(p.stderr[-6000:], file=sys.stderr)
+    return p.returncode
+
 
 def run_scenario(name, tmp_path, env=None, guest_env=None):
     """Run scenario `name` of tests/vm/guest.py in a VM (`env`: for
-    vm-run.sh on the host, `guest_env`: for the guest command)."""
-    out = tmp_path / "out"
-    out.mkdir()
-    prefix = "".join(f"{k}={v} " for k, v in (guest_env or {}).items())
-    cmd = [VM_RUN, "--rwdir", str(out), "--",
-           f"{prefix}{sys.executable} tests/vm/guest.py {name} {out}"]
-    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800,
-                       env={**os.environ, **(env or {})})
-    print(p.stdout[-6000:])
-    print(p.stderr[-6000:], file=sys.stderr)
-    assert p.returncode == 0, f"scenario {name}: VM run failed with status {p.returncode}"
-    res = json.loads((out / f"{name}.json").read_text())
-    return res
+    vm-run.sh on the host, `guest_env`: for the guest command), or take
+    its result from the boot of its batch."""
+    batch = next((b for b in BATCHES if name in b), None)
+    if batch is None or env or guest_env:
+        out = tmp_path / "out"
+        out.mkdir()
+        rc = vm_run([name], out, env, guest_env)
+        assert rc == 0, f"scenario {name}: VM run failed with status {rc}"
+        return json.loads((out / f"{name}.json").read_text())
+    key = tuple(batch)
+    if key not in _batch_out:
+        names = [n for n in batch if n in selected_scenarios()] or [name]
+        out = tmp_path / "batch"
+        out.mkdir()
+        _batch_out[key] = (out, vm_run(names, out), names)
+    out, rc, names = _batch_out[key]
+    log = out / f"{name}.log"
+    if len(names) > 1 and log.exists():
+        print(log.read_text()[-6000:])
+        status = json.loads((out / "batch.json").read_text()).get(name, {}) \
+            if (out / "batch.json").exists() else {}
+        assert status.get("rc") == 0, (f"scenario {name} (batch boot with {', '.join(names)}):"
+                                       f" {status or 'did not finish'}; VM run status {rc}")
+    else:
+        assert rc == 0, f"scenario {name}: VM run failed with status {rc}"
+    return json.loads((out / f"{name}.json").read_text())
 
 
 def report(label, value, target, ok):
@@ -1350,5 +1411,5 @@ def soak_checks(r):
 
 def test_soak_short(binary, tmp_path):
     """60 s of the reliability soak (bench/soak.sh runs 10 minutes)."""
-    r = run_scenario("soak", tmp_path, guest_env={"SOAK_SECONDS": "60"})
+    r = run_scenario("soak", tmp_path)  # SOAK_SECONDS: 60 by default
     check_all(soak_checks(r))

@@ -11,6 +11,7 @@ non-zero only if the scenario could not run (e.g. the scheduler did not
 attach), with the reason on stderr.
 
 Usage: guest.py SCENARIO OUT_DIR
+       guest.py batch OUT_DIR SCENARIO...   (one boot, one process each)
 """
 import json
 import os
@@ -2093,9 +2094,88 @@ SCENARIOS = {
 }
 
 
+def user_pids():
+    """Pids of the guest's user-space processes."""
+    return {int(p) for p in os.listdir("/proc")
+            if p.isdigit() and not is_kthread(int(p)) and proc_state(int(p)) not in ("Z", "")}
+
+
+def proc_state(pid):
+    stat = read(f"/proc/{pid}/stat")
+    return stat.rsplit(")", 1)[1].split()[0] if stat else ""
+
+
+def cgroup_dirs():
+    return {root for root, _, _ in os.walk(CG)} if os.path.isdir(CG) else set()
+
+
+def reset_guest(keep_pids, keep_cgroups):
+    """Between the scenarios of one boot: end every process a scenario
+    left (SIGINT first, so a daemon detaches itself), wait for sched_ext to
+    be disabled, bring every CPU online, remove the cgroups it made and
+    clear the kernel log (scenarios read it)."""
+    left = user_pids() - keep_pids
+    for sig, grace in ((signal.SIGINT, 10), (signal.SIGKILL, 10)):
+        for pid in left:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and left & user_pids():
+            time.sleep(0.1)
+        left &= user_pids()
+    deadline = time.monotonic() + 60
+    while sched_state()[0] not in ("disabled", "") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for cpu in os.listdir("/sys/devices/system/cpu"):
+        online = f"/sys/devices/system/cpu/{cpu}/online"
+        if cpu.startswith("cpu") and os.path.exists(online) and read(online) == "0":
+            with open(online, "w") as f:
+                f.write("1")
+    for rel in sorted(cgroup_dirs() - keep_cgroups, key=len, reverse=True):
+        try:
+            os.rmdir(rel)
+        except OSError:
+            pass
+    run_cmd(["dmesg", "-C"])
+    return {"killed": len(left), "state": sched_state()[0]}
+
+
+def run_batch(out, names, timeout):
+    """Run scenarios one after another in this boot, each in its own
+    process (a fresh interpreter, as after a boot), with the guest reset
+    between them; OUT/<scenario>.log keeps each one's output and
+    OUT/batch.json each one's exit status and time."""
+    me = os.path.abspath(__file__)
+    keep_pids, keep_cgroups = user_pids(), cgroup_dirs()
+    status = {}
+    for name in names:
+        t0 = time.monotonic()
+        with open(os.path.join(out, f"{name}.log"), "w") as log:
+            p = subprocess.Popen([PY, me, name, out], stdout=log, stderr=subprocess.STDOUT)
+            try:
+                rc = p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                rc = f"timed out after {timeout} s"
+        status[name] = {"rc": rc, "seconds": round(time.monotonic() - t0, 1),
+                        "reset": reset_guest(keep_pids | {p.pid}, keep_cgroups)}
+        print(f"guest: batch: {name} rc {rc} in {status[name]['seconds']} s", flush=True)
+        with open(os.path.join(out, "batch.json"), "w") as f:
+            json.dump(status, f, indent=1)
+
+
 def main():
+    if len(sys.argv) >= 4 and sys.argv[1] == "batch" and all(n in SCENARIOS for n in sys.argv[3:]):
+        os.makedirs(sys.argv[2], exist_ok=True)
+        print(f"guest: kernel {os.uname().release}, batch {' '.join(sys.argv[3:])}", flush=True)
+        run_batch(sys.argv[2], sys.argv[3:], int(os.environ.get("SCENARIO_TIMEOUT", "900")))
+        return
     if len(sys.argv) != 3 or sys.argv[1] not in SCENARIOS:
-        sys.exit(f"usage: guest.py {{{'|'.join(SCENARIOS)}}} OUT_DIR")
+        sys.exit(f"usage: guest.py {{{'|'.join(SCENARIOS)}}} OUT_DIR\n"
+                 f"       guest.py batch OUT_DIR SCENARIO...")
     name, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
     print(f"guest: kernel {os.uname().release}, sched_ext state {sched_state()}", flush=True)
