@@ -47,9 +47,10 @@ for k in range(20):
 LIMIT_S = 240
 
 
-def one_run(binary, mode, base, tag=""):
+def one_run(binary, mode, base, tag="", limit_s=LIMIT_S):
     """One run of MODE; the files go to BASE/exits_convoy. Returns what it
-    measured (last: seconds until all 30 exited, None past LIMIT_S)."""
+    measured (last: seconds until all 30 exited, None past limit_s, when
+    the run is stopped)."""
     out = os.path.join(base, "exits_convoy")  # made afresh each run
     d, log_path = None, os.path.join(base, f"daemon-{mode}{tag}.log")
     if mode.startswith("fq"):
@@ -80,7 +81,7 @@ def one_run(binary, mode, base, tag=""):
     for p in rr:
         p.send_signal(signal.SIGUSR1)
     left, done = set(rr), []
-    while left and time.monotonic() - t0 < LIMIT_S:
+    while left and time.monotonic() - t0 < limit_s:
         for p in list(left):
             if p.poll() is not None:
                 left.discard(p)
@@ -103,6 +104,7 @@ def one_run(binary, mode, base, tag=""):
         "files": len(os.listdir(out)),
         "last": done[-1] if len(done) == len(rr) else None,
         "median": done[len(done) // 2] if done else None,
+        "limit": limit_s,
         "state": state,
         "rc": rc,
         "log": log_path if d else None,

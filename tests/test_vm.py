@@ -38,6 +38,8 @@ BATCHES = [
 ]
 SCENARIO_TIMEOUT = 900
 _batch_out = {}
+# The directory each scenario that ran wrote its files to.
+SCENARIO_OUT = {}
 
 
 def selected_scenarios():
@@ -77,6 +79,7 @@ def run_scenario(name, tmp_path, env=None, guest_env=None):
         out.mkdir()
         rc = vm_run([name], out, env, guest_env)
         assert rc == 0, f"scenario {name}: VM run failed with status {rc}"
+        SCENARIO_OUT[name] = out
         return json.loads((out / f"{name}.json").read_text())
     key = tuple(batch)
     if key not in _batch_out:
@@ -94,6 +97,7 @@ def run_scenario(name, tmp_path, env=None, guest_env=None):
                                        f" {status or 'did not finish'}; VM run status {rc}")
     else:
         assert rc == 0, f"scenario {name}: VM run failed with status {rc}"
+    SCENARIO_OUT[name] = out
     return json.loads((out / f"{name}.json").read_text())
 
 
@@ -494,15 +498,22 @@ def test_exits_convoy_rr_budget(binary, tmp_path):
     create waited behind the FIFO hog for the guard: 2.0-2.4x the default
     scheduler's time over 2 boots; with the budget for wakeups alone,
     1.16-1.5x; with it for queued RR tasks at ticks too, 0.33-0.49x in 3
-    boots, so at most the default scheduler's time is asserted."""
+    boots, so at most the default scheduler's time is asserted. The
+    default scheduler's run stops half a second past scx_fairquota's time:
+    tasks still running then mean it took longer (on a busy host its whole
+    run took over 240 s, the bench's limit)."""
     r = run_scenario("exits_convoy", tmp_path)
     fq, cfs, t = r["fq"], r["cfs"], r["fq"]["totals"]
-    ratio = (fq["last"] / cfs["last"]) if fq["last"] and cfs["last"] else None
+    if fq["last"] is None:
+        ratio, verdict = None, False
+    elif cfs["last"] is None:
+        ratio, verdict = f"< {fq['last'] / cfs['limit']:.2f}", cfs["exited"] < 30
+    else:
+        ratio, verdict = round(fq["last"] / cfs["last"], 2), fq["last"] <= cfs["last"]
     check_all([
         ("scx_fairquota: tasks exited (of 30)", fq["exited"], "30", fq["exited"] == 30),
-        ("default scheduler: tasks exited (of 30)", cfs["exited"], "30", cfs["exited"] == 30),
-        ("time to the last exit, fq / default scheduler",
-         None if ratio is None else round(ratio, 2), "<= 1.0", ratio is not None and ratio <= 1.0),
+        ("default scheduler: tasks exited by then (of 30)", cfs["exited"], "(printed)", True),
+        ("time to the last exit, fq / default scheduler", ratio, "<= 1.0", verdict),
         ("RR wakeups run on the RR budget (rr_budget)", t.get("rr_budget"), "> 0",
          t.get("rr_budget", 0) > 0),
         ("queued RR tasks run on it at ticks (rr_budget_tick)", t.get("rr_budget_tick"), "> 0",
@@ -510,8 +521,9 @@ def test_exits_convoy_rr_budget(binary, tmp_path):
         ("state during the fq run", fq["state"], "enabled", fq["state"] == "enabled"),
         ("scheduler exit status", fq["rc"], "0", fq["rc"] == 0),
     ])
+    cfs_last = f"{cfs['last']:.1f} s" if cfs["last"] is not None else f"> {cfs['limit']:.1f} s"
     print(f"last exit: fq {fq['last']:.1f} s (median {fq['median']:.1f}), default scheduler"
-          f" {cfs['last']:.1f} s (median {cfs['median']:.1f}); rr_budget {t.get('rr_budget')},"
+          f" {cfs_last} ({cfs['exited']} of 30 by then); rr_budget {t.get('rr_budget')},"
           f" rr_budget_tick {t.get('rr_budget_tick')},"
           f" dsleep_guard {t.get('dsleep_guard')}, guard {t.get('guard')}")
 
@@ -1116,6 +1128,8 @@ def test_cgroup_gone_lost_start(binary, tmp_path):
     ])
 
 
+# About 8 minutes on a slow host: on demand (TEST_MARKERS=large), not in CI.
+@pytest.mark.large
 def test_cgroup_scale(binary, tmp_path):
     r = run_scenario("cgroup_scale", tmp_path)
     if "spin_wait" in r:
@@ -1278,7 +1292,7 @@ def test_trace(binary, tmp_path):
     protos) and a PNG timeline that show what the scheduler did."""
     from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
     r = run_scenario("trace", tmp_path)
-    out = tmp_path / "out"
+    out = SCENARIO_OUT["trace"]
     t = r["trace"]
     trace = pb.Trace()
     trace.ParseFromString((out / "trace.pftrace").read_bytes())
@@ -1409,6 +1423,8 @@ def soak_checks(r):
     ]
 
 
+# The 10-minute soaks (bench/soak.sh) cover it; on demand, not in CI.
+@pytest.mark.large
 def test_soak_short(binary, tmp_path):
     """60 s of the reliability soak (bench/soak.sh runs 10 minutes)."""
     r = run_scenario("soak", tmp_path)  # SOAK_SECONDS: 60 by default
