@@ -54,14 +54,13 @@ def selected_scenarios():
     return names
 
 
-def vm_run(names, out, env=None, guest_env=None):
+def vm_run(names, out, env=None):
     """Boot one VM that runs the scenarios `names` of tests/vm/guest.py
     (one: directly; more: as a batch); returns vm-run.sh's status."""
-    prefix = "".join(f"{k}={v} " for k, v in (guest_env or {}).items())
     args = [names[0], str(out)] if len(names) == 1 else ["batch", str(out), *names]
     timeout = SCENARIO_TIMEOUT * len(names)
     cmd = [VM_RUN, "--rwdir", str(out), "--",
-           f"{prefix}{sys.executable} tests/vm/guest.py {' '.join(args)}"]
+           f"{sys.executable} tests/vm/guest.py {' '.join(args)}"]
     p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout + 600,
                        env={**os.environ, "VM_TIMEOUT": str(timeout + 120), **(env or {})})
     print(p.stdout[-6000:])
@@ -69,15 +68,15 @@ def vm_run(names, out, env=None, guest_env=None):
     return p.returncode
 
 
-def run_scenario(name, tmp_path, env=None, guest_env=None):
+def run_scenario(name, tmp_path, env=None):
     """Run scenario `name` of tests/vm/guest.py in a VM (`env`: for
-    vm-run.sh on the host, `guest_env`: for the guest command), or take
-    its result from the boot of its batch."""
+    vm-run.sh on the host, e.g. VM_CPUS), or take its result from the
+    boot of its batch."""
     batch = next((b for b in BATCHES if name in b), None)
-    if batch is None or env or guest_env:
+    if batch is None or env:
         out = tmp_path / "out"
         out.mkdir()
-        rc = vm_run([name], out, env, guest_env)
+        rc = vm_run([name], out, env)
         assert rc == 0, f"scenario {name}: VM run failed with status {rc}"
         SCENARIO_OUT[name] = out
         return json.loads((out / f"{name}.json").read_text())
