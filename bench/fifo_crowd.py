@@ -40,6 +40,21 @@ def state(pid):
         return "?"
 
 
+def blocked_in(pid):
+    """Where a task in D sleeps: its kernel stack's top frames (functions
+    only), or its wchan where the stack cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stack") as f:
+            frames = [ln.split()[1].split("+")[0] for ln in f if len(ln.split()) > 1]
+        return " < ".join(frames[:4])
+    except OSError:
+        try:
+            with open(f"/proc/{pid}/wchan") as f:
+                return f.read().strip()
+        except OSError:
+            return "?"
+
+
 def children(ppid):
     out = subprocess.run(["pgrep", "-P", str(ppid)], capture_output=True, text=True).stdout
     return [int(x) for x in out.split()]
@@ -66,10 +81,13 @@ def one_run(nf, nr, settle, window):
     spawn_s = time.monotonic() - t0
     fifo, normal = children(ff.pid), children(rr.pid)
     time.sleep(settle)
-    states = {}
+    states, where = {}, {}
     for p in fifo + normal:
         s = state(p)
         states[s] = states.get(s, 0) + 1
+        if s == "D":
+            w = blocked_in(p)
+            where[w] = where.get(w, 0) + 1
     last = {p: progress(p) for p in fifo + normal}
     first = dict(last)
     since = {p: time.monotonic() for p in last}
@@ -95,8 +113,8 @@ def one_run(nf, nr, settle, window):
         return {"gap_max": max(g), "gap_p50": quantile(g, 0.5), "gap_p90": quantile(g, 0.9),
                 "over_3s": sum(1 for x in g if x > 3), "n": len(pids),
                 "cpus": sum(last[p] - first[p] for p in pids) / 1e9 / dt}
-    return {"spawn_s": spawn_s, "states": states, "fifo": cls(fifo), "normal": cls(normal),
-            "fifo_blocked_end": blocked_end}
+    return {"spawn_s": spawn_s, "states": states, "blocked_in": where, "fifo": cls(fifo),
+            "normal": cls(normal), "fifo_blocked_end": blocked_end}
 
 
 def run(out, binary, nf, nr, settle, window):
@@ -136,6 +154,8 @@ def report(path, cmd):
     print("|---|---|---|")
     print(f"| seconds until every hog existed (1) | {d['spawn_s']:.1f} | {f['spawn_s']:.1f} |")
     print(f"| hogs' states {res['settle']} s later | {d['states']} | {f['states']} |")
+    print(f"| where the hogs in D slept (top kernel frames) | {d.get('blocked_in') or '-'}"
+          f" | {f.get('blocked_in') or '-'} |")
     for key, label in (("fifo", "nice -5"), ("normal", "nice 0")):
         for m, name in (("gap_max", "longest time without progress, most"),
                         ("gap_p90", "longest time without progress, 90th percentile"),

@@ -55,6 +55,21 @@ enum consts {
 	 * server leaves fair tasks), not behind the FIFO task until the
 	 * guard. A turn is not started on less than RR_BUDGET_MIN_NS.
 	 */
+	/*
+	 * A FIFO task within its D turn that would wait behind queued work
+	 * goes to the head of the urgent queue (dsleep_head() in
+	 * queues.bpf.h), at most DHEAD_PER_CPU times per CPU of its LLC per
+	 * DHEAD_WINDOW_NS: each such turn ends at the next tick that finds
+	 * urgent work, so they take at most 20% of the LLC's CPU time at
+	 * HZ 250 (50% at HZ 100), and the guard's backlog the rest.
+	 */
+	/*
+	 * A tick that finds urgent work but the running task in the kernel
+	 * (in_kernel_tick()) leaves its turn on for up to KERNEL_DEFER_NS.
+	 */
+	KERNEL_DEFER_NS		= 8ULL * 1000 * 1000,
+	DHEAD_WINDOW_NS		= 100ULL * 1000 * 1000,
+	DHEAD_PER_CPU		= 5,
 	RR_BUDGET_WINDOW_NS	= 100ULL * 1000 * 1000,
 	RR_BUDGET_NS		= 5ULL * 1000 * 1000,
 	RR_BUDGET_MIN_NS	= 50ULL * 1000,
@@ -259,6 +274,8 @@ enum counter_idx {
 	CNT_DSLEEP_GUARD,	/* woken from a D sleep, waited past KTHREAD_MAX_WAIT_NS */
 	CNT_RR_BUDGET,		/* an RR task woke behind FIFO work and ran on the RR budget */
 	CNT_RR_BUDGET_TICK,	/* a tick gave a queued RR task a budget turn */
+	CNT_DSLEEP_HEAD,	/* a FIFO task in its D turn went first, behind FIFO work */
+	CNT_KERNEL_DEFER,	/* a tick put off a cut for urgent work: task in the kernel */
 	NR_COUNTERS,
 };
 

@@ -94,7 +94,9 @@
  * FIFO task that has waited FIFO_MAX_WAIT_NS (1 s; these two found
  * within AGE_FULL_NS more), to the URGENT queue,
  * which every CPU of the LLC serves first; a running task gives way at
- * its next tick unless the only urgent task may not run on its CPU.
+ * its next tick unless the only urgent task may not run on its CPU, or it
+ * is in the kernel at that tick, where it may hold a lock (then up to
+ * KERNEL_DEFER_NS later, in_kernel_tick()).
  * Behind FIFO work the guard so serves RR tasks in their weighted order,
  * and a light task waiting its fair turn on a crowded CPU is not put
  * first. The daemon's threads are queued there
@@ -112,8 +114,12 @@
  * the kernel's work is not held a whole --guard-ms behind FIFO hogs (at
  * --guard-ms 1000 unbound kworkers and rcu_preempt waited 1.0 s, and
  * grace periods took 1.0-3.1 s). A task woken from a D sleep has the
- * same bound for its first turn after it: it may be the next owner of a
- * kernel lock that others wait for (kernel_wait()). That bounds every
+ * same bound until it has run a slice of CPU time after it, across
+ * preemptions: it may be the next owner of a kernel lock that others wait
+ * for (kernel_wait()); a FIFO one that would wait behind queued FIFO or
+ * urgent work goes to the urgent queue's head (dsleep_head(), at most 5
+ * times per CPU per 100 ms), so such a lock passes from owner to owner at
+ * ticks, not at 50 ms each. That bounds every
  * wait, whatever the number of tasks or FIFO hogs (see guard.bpf.h for
  * the bound).
  *
@@ -638,6 +644,10 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
+	/* A FIFO task woken from D behind queued work goes first. */
+	if (dsleep_head(p, tctx, &cfg, llc, enq_flags, now))
+		return;
+
 	/* An RR wakeup behind FIFO work runs now, on the CPU's RR budget. */
 	if (rr_budget_turn(p, tctx, &cfg, enq_flags, now))
 		return;
@@ -732,11 +742,18 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 		return;
 	charge(p, tctx, &cfg, now, false);
 
-	/* Urgent work in this LLC: give way now (see guard.bpf.h). */
+	/*
+	 * Urgent work in this LLC: give way now (see guard.bpf.h), unless
+	 * the task is in the kernel, where it may hold a lock.
+	 */
 	if (urgent_waiting(llc, cpu) &&
 	    !kthread_turn(p, tctx, cfg.slice_ns, false)) {
-		scx_bpf_task_set_slice(p, 0);
-		return;
+		if (!in_kernel_tick(p, tctx, now)) {
+			scx_bpf_task_set_slice(p, 0);
+			return;
+		}
+	} else {
+		tctx->tick_utime = p->utime;
 	}
 	if ((tctx->class == CLASS_RR || tctx->nr_cg) &&
 	    refresh_task(p, tctx, &cfg, now) && !in_rcu_reader(p)) {
@@ -777,7 +794,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	tctx->unseen_ns = 0;
 	tctx->fifo_head = false;
 	tctx->woke = false;
-	tctx->dsleep = false;
+	tctx->defer_at_ns = 0;
 	/* The wait the guard bounds (throttled time not included). */
 	if (tctx->enq_at_ns && now > tctx->enq_at_ns &&
 	    now - tctx->enq_at_ns > tctx->max_wait_ns)
@@ -884,7 +901,7 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 				   tctx->vtime : 0;
 	trace_task(TRACE_STOP, p, tctx, runnable, now);
 	tctx->ran_out = runnable && turn_ran_out(tctx, now);
-	tctx->dsleep = !runnable && sleeps_in_d(p);
+	dsleep_stop(p, tctx, &cfg, runnable);
 	/* A FIFO task preempted while running resumes at the head. */
 	tctx->fifo_head = runnable && tctx->class == CLASS_FIFO &&
 			  !tctx->to_tail;

@@ -169,15 +169,17 @@ static bool kthread_turn(const struct task_struct *p, struct task_ctx *tctx,
  * Return true if queued task @p does the kernel's work, which the guard
  * serves within KTHREAD_MAX_WAIT_NS: a kernel thread, or a task that slept
  * in D (an uninterruptible sleep: on a kernel lock, or I/O) and has not
- * run since. A contended rwsem is handed to its first waiter, woken to
+ * run a slice of CPU time since (its D turn, dsleep_stop(); a FIFO task in
+ * it goes first behind queued work, dsleep_head()). A contended rwsem is handed to its first waiter, woken to
  * take it, and stays idle until that task runs: 200 FIFO hogs exec'd at
  * once on 2 CPUs queued on a lock of the file they all map (/bin/sh's
  * i_mmap_rwsem), each woken waiter waited the FIFO bound (1 s) behind the
  * running hogs, and over 100 of them were in D for over 25 s
  * (bench/fifo_crowd.sh); with this bound, none. It is a bound, not a
- * place in front: a task that wakes from D and runs within 50 ms is not
- * moved, and one that sleeps in D often gets at most one turn per 50 ms
- * of waiting so (a slice: about 6% of a CPU at a 3 ms slice).
+ * place in front (but for dsleep_head()): a task that wakes from D and
+ * runs within 50 ms is not moved, and one that sleeps in D often gets at
+ * most one turn per 50 ms of waiting so (a slice: about 6% of a CPU at a
+ * 3 ms slice).
  */
 static bool kernel_wait(const struct task_struct *p,
 			const struct task_ctx *tctx)
@@ -196,6 +198,28 @@ static bool sleeps_in_d(const struct task_struct *p)
 
 	/* Not an idle kernel thread's TASK_IDLE (not counted as load). */
 	return (state & FQ_TASK_UNINTERRUPTIBLE) && !(state & FQ_TASK_NOLOAD);
+}
+
+/*
+ * @p (@tctx) stops running (@runnable: it was preempted): keep its
+ * kernel_wait() bound until it has run a slice of CPU time since it woke
+ * from a D sleep, however often it is preempted in between, as a kernel
+ * thread's turn lasts (kthread_turn()). The lock it was handed as it woke
+ * stays held until its critical section ends; cut at a tick for the
+ * guard's urgent work, its owner waited behind the hogs for the FIFO bound
+ * (1 s), and every task that wanted the lock sat in D meanwhile.
+ */
+static void dsleep_stop(const struct task_struct *p, struct task_ctx *tctx,
+			const struct fq_config *cfg, bool runnable)
+{
+	u64 exec = p->se.sum_exec_runtime;
+
+	if (!runnable) {
+		tctx->dsleep = sleeps_in_d(p);
+		tctx->dturn_end_ns = exec + cfg->slice_ns;
+		return;
+	}
+	tctx->dsleep = tctx->dsleep && exec < tctx->dturn_end_ns;
 }
 
 /*
@@ -774,6 +798,50 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 		return;
 	stat_inc(CNT_WAKE_PREEMPT);
 	scx_bpf_kick_cpu(victim, SCX_KICK_PREEMPT);
+}
+
+/*
+ * FIFO task @p (@tctx), queued within its D turn (kernel_wait(),
+ * dsleep_stop()), goes to the head of @llc's urgent queue if FIFO or
+ * urgent work already waits there, so it runs at the next tick rather
+ * than the guard's 50 ms bound later; return true if it was queued so.
+ * The lock it was handed as it woke is held until it runs: when 200 FIFO
+ * hogs exec'd at once on 2 CPUs, each woken owner of a file's
+ * i_mmap_rwsem (every mmap and mprotect of ld.so, libc and /bin/sh)
+ * waited that bound, one owner after the other, and on a busy host 20-67
+ * hogs were still in D 30 s after the start (bench/fifo_crowd.sh, host
+ * CPUs busy), each of them behind the lock for 5-11 s. Only with work
+ * queued: a FIFO task that would run at once, or behind running FIFO work
+ * only, is left to the FIFO order. At most DHEAD_PER_CPU placements per
+ * CPU of @llc per DHEAD_WINDOW_NS (one LLC word, written only by such
+ * tasks behind queued work): tasks that sleep in D often cannot keep the
+ * guard's backlog from its turns; past the allowance they wait for the
+ * guard as before.
+ */
+static bool dsleep_head(struct task_struct *p, struct task_ctx *tctx,
+			const struct fq_config *cfg, u32 llc, u64 enq_flags,
+			u64 now)
+{
+	struct llc_ctx *lctx;
+
+	if (tctx->class != CLASS_FIFO || !tctx->dsleep ||
+	    (scx_bpf_dsq_nr_queued(dsq_id(DSQ_FIFO, llc)) <= 0 &&
+	     scx_bpf_dsq_nr_queued(dsq_id(DSQ_URGENT, llc)) <= 0) ||
+	    !(lctx = try_lookup_llc_ctx(llc)))
+		return false;
+	if (now - READ_ONCE(lctx->dhead_at_ns) >= DHEAD_WINDOW_NS) {
+		WRITE_ONCE(lctx->dhead_at_ns, now);
+		WRITE_ONCE(lctx->dhead_n, 0);
+	}
+	if (READ_ONCE(lctx->dhead_n) >= llc_cpus(llc) * DHEAD_PER_CPU)
+		return false;
+	__sync_fetch_and_add(&lctx->dhead_n, 1);
+	scx_bpf_dsq_insert(p, dsq_id(DSQ_URGENT, llc), cfg->slice_ns,
+			   enq_flags | SCX_ENQ_HEAD);
+	llc_hint_set(llc, DSQ_URGENT);
+	kick_idle_cpu(p, llc);
+	stat_inc(CNT_DSLEEP_HEAD);
+	return true;
 }
 
 /*

@@ -99,6 +99,9 @@ struct task_ctx {
 	u64 turn_slice_ns;	/* the slice it was given then */
 	u64 max_wait_ns;	/* longest wait, runnable (or released) to running */
 	u64 kturn_end_ns;	/* kernel thread: sum_exec_runtime its turn ends at */
+	u64 dturn_end_ns;	/* woken from D: sum_exec_runtime dsleep ends at */
+	u64 tick_utime;		/* p->utime at its last tick (in_kernel_tick()) */
+	u64 defer_at_ns;	/* first tick of this turn that put off a cut */
 	u64 turn_step;		/* RR: vtime its last turn moved (stopping) */
 	struct bw_bucket bw;
 	u64 cg_leaf;		/* id of its cgroup when cg_ids was found */
@@ -117,7 +120,7 @@ struct task_ctx {
 	u8 ran_out;		/* it ran its last turn out (turn_ran_out()) */
 	u8 sync_wake;		/* woken by a sync wakeup (select_cpu), once */
 	u8 woke;		/* queued by its wakeup, not run since */
-	u8 dsleep;		/* slept in D (uninterruptible), not run since */
+	u8 dsleep;		/* slept in D, not run a slice since (kernel_wait()) */
 	u8 bturn;		/* queued for a turn on the RR budget, not run since */
 	u8 __pad_u8[2];
 	s32 rr_cpu;		/* CPU whose nr_rr_waiting counts it, or -1 */
@@ -228,6 +231,9 @@ struct llc_ctx {
 	u64 age_full_at_ns;	/* next full walk of its queues (guard_scan()) */
 	u64 kwait_ns;		/* a kernel thread may wait in a class queue
 				 * since about then, 0 = none (kwait_note()) */
+	u64 dhead_at_ns;	/* dsleep_head(): its window's start */
+	u32 dhead_n;		/* dsleep_head(): placements in that window */
+	u32 __pad_dhead;
 };
 
 struct {

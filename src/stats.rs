@@ -269,6 +269,10 @@ pub struct Metrics {
     pub rr_budget: u64,
     #[stat(desc = "ticks that ended a FIFO turn for a queued RR task's turn on the RR budget")]
     pub rr_budget_tick: u64,
+    #[stat(desc = "FIFO tasks woken from a D sleep that went first, behind queued FIFO or urgent work")]
+    pub dsleep_head: u64,
+    #[stat(desc = "ticks that left a turn on for urgent work a little longer: the task was in the kernel")]
+    pub kernel_defer: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -344,6 +348,8 @@ impl Metrics {
             ("dsleep_guard", &mut self.dsleep_guard),
             ("rr_budget", &mut self.rr_budget),
             ("rr_budget_tick", &mut self.rr_budget_tick),
+            ("dsleep_head", &mut self.dsleep_head),
+            ("kernel_defer", &mut self.kernel_defer),
         ]
     }
 

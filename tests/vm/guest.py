@@ -503,6 +503,25 @@ def scenario_slices(out):
     return res
 
 
+def merge_runs(seq, min_gap):
+    """A hog's turns from its runs in order (hog.py's `seq`: each run with
+    the gap that ended it): runs apart by less than @min_gap are one turn,
+    the gap included. With two hogs on one CPU the other's turn keeps them
+    apart by a slice; a shorter gap is the host stalling the guest's CPU
+    (under TCG, on a busy host, 0.5-2 ms stalls split one slice in two
+    runs, and a CI run read a 5 ms slice's median run at 4.67 ms) or a
+    kernel thread's moment on it, which leave the turn going. The wall
+    time of a turn is what its slice bounds."""
+    turns, cur = [], 0.0
+    for run, gap in seq:
+        if gap < min_gap:
+            cur += run + gap
+        else:
+            turns.append(cur + run)
+            cur = 0.0
+    return turns
+
+
 def scenario_slice_lengths(out):
     """Two nice 0 hogs (hog.py) on CPU 1 for each slice in SLICE_LENGTHS_US:
     the lengths of their runs, and how many turns started a slice timer.
@@ -523,10 +542,13 @@ def scenario_slice_lengths(out):
         for h in hogs:
             h.wait(60)
         rc = d.stop()
-        runs = []
+        runs, turns = [], []
         for f in files:
-            runs += json.loads(read(f, "{}") or "{}").get("runs_s", [])
-        res[str(us)] = {"runs_s": runs, "totals": final_totals(d.stdout()), "rc": rc}
+            h = json.loads(read(f, "{}") or "{}")
+            runs += h.get("runs_s", [])
+            turns += merge_runs(h.get("seq", []), us / 2e6)
+        res[str(us)] = {"runs_s": runs, "turns_s": turns,
+                        "totals": final_totals(d.stdout()), "rc": rc}
     # Wakeup-driven work (two processes passing a byte back and forth
     # through pipes: turns that block long before their slice ends)
     # beside a hog on one CPU: how many turns start a slice timer.

@@ -7,7 +7,9 @@ it did not run. It reports the longest gap, when it ended (monotonic
 clock), and the second longest. Once running it creates FILE.ready; on
 SIGTERM it writes the longest gap and the number of gaps over 100 ms as
 JSON to the file given as its argument, with the lengths of its runs
-(stretches on the CPU between gaps over RUN_GAP_S), longest first.
+(stretches on the CPU between gaps over RUN_GAP_S), longest first, and the
+first MAX_SEQ runs in order, each with the gap that ended it (`seq`), so a
+reader can tell a short stall of the host from another task's turn.
 """
 import json
 import signal
@@ -16,7 +18,9 @@ import time
 
 out = sys.argv[1]
 RUN_GAP_S = 0.0005
+MAX_SEQ = 20000
 runs = []
+seq = []
 max_gap = 0.0
 max_gap_end = 0.0
 second_gap = 0.0
@@ -41,6 +45,8 @@ while running:
     gap = now - last
     if gap > RUN_GAP_S:
         runs.append(last - run_start)
+        if len(seq) < MAX_SEQ:
+            seq.append((last - run_start, gap))
         run_start = now
     if gap > 0.1:
         long_gaps += 1
@@ -56,4 +62,5 @@ with open(out, "w") as f:
     json.dump({"max_gap_s": max_gap, "max_gap_end": max_gap_end,
                "second_gap_s": second_gap, "gaps_over_100ms": long_gaps,
                "seconds": clock() - start,
-               "runs_s": sorted(runs, reverse=True)[:10000], "nr_runs": len(runs)}, f)
+               "runs_s": sorted(runs, reverse=True)[:10000], "nr_runs": len(runs),
+               "seq": seq}, f)
