@@ -269,9 +269,9 @@ pub struct Metrics {
     pub rr_budget: u64,
     #[stat(desc = "ticks that ended a FIFO turn for a queued RR task's turn on the RR budget")]
     pub rr_budget_tick: u64,
-    #[stat(desc = "FIFO tasks woken from a D sleep that went first, behind queued FIFO or urgent work")]
+    #[stat(desc = "FIFO tasks woken from a D sleep that went first, behind queued work")]
     pub dsleep_head: u64,
-    #[stat(desc = "ticks that left a turn on for urgent work a little longer: the task was in the kernel")]
+    #[stat(desc = "ticks that left a turn on for urgent work: the task was in the kernel")]
     pub kernel_defer: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
