@@ -2,7 +2,8 @@
 /*
  * Bandwidth: charging CPU time to a task's bucket (bucket.h) and its
  * limited cgroups' (cgroups.bpf.h), parking a throttled task on its LLC's
- * THROTTLED queue and releasing it when its buckets refill. Included by main.bpf.c only.
+ * THROTTLED queue and releasing it when its buckets refill. Included by
+ * main.bpf.c only.
  *
  * Copyright (c) 2026 The scx_fairquota authors
  */

@@ -8,9 +8,9 @@
  * one quota plus the burst (no burst: no saving up across idle periods)
  * plus what a hungry period could not use (bw_refill()). Overrun turns
  * into debt that later periods pay off, so a task's long-run share is
- * exactly quota/period even though a slice only ends at the next tick. The debt is
- * capped so that no task stays throttled for more than MAX_THROTTLE_NS,
- * well inside the kernel watchdog.
+ * exactly quota/period even though a slice only ends at the next tick.
+ * The debt is capped so that no task stays throttled for more than
+ * MAX_THROTTLE_NS, well inside the kernel watchdog.
  *
  * Copyright (c) 2026 The scx_fairquota authors
  */

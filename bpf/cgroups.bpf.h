@@ -5,8 +5,8 @@
  *
  * The daemon writes each limited cgroup's quota/period into cgroup_limits
  * (key: the cgroup id) and bumps fq_config.cg_gen; the kernel's cpu.max
- * arrives through the cgroup ops into cgroup_kernel_limits. A task caches the ids
- * of the limited cgroups on its path (innermost first, at most
+ * arrives through the cgroup ops into cgroup_kernel_limits. A task caches
+ * the ids of the limited cgroups on its path (innermost first, at most
  * MAX_TASK_CGROUPS), found by walking its cgroup's ancestors once per
  * cg_gen or when it moves to another cgroup. Each limited cgroup has one
  * shared bucket (bucket.h) in cgroup_states, charged under the group's

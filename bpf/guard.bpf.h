@@ -32,8 +32,8 @@
  * turn of at most a tick each, which the bounds above wait for too. A
  * running task found in the kernel at the tick that would cut it for
  * urgent work runs up to KERNEL_DEFER_NS (8 ms) more (in_kernel_tick()),
- * which adds that to each bound. Nothing depends on the number of tasks, FIFO hogs or options beyond
- * that.
+ * which adds that to each bound. Nothing depends on the number of tasks,
+ * FIFO hogs or options beyond that.
  *
  * Copyright (c) 2026 The scx_fairquota authors
  */
@@ -313,8 +313,8 @@ static u64 llc_sweep_at_ns;
  * Once every LLC_SWEEP_NS, from whichever CPU's tick, task start or LLC
  * timer comes first, re-arm the timer of every LLC that has tasks parked
  * or waiting but whose timer is overdue by SWEEP_LATE_NS: its deadline
- * (or, with none, its last run plus SCAN_QUIET_NS) is that far past. A timer can be
- * lost (a start that fails, even from its own callback), and
+ * (or, with none, its last run plus SCAN_QUIET_NS) is that far past. A
+ * timer can be lost (a start that fails, even from its own callback), and
  * llc_timer_keep() rescues it only from a tick of the LLC's own CPUs:
  * with every CPU of an LLC idle because its tasks are all parked (tasks
  * pinned one per CPU under a quota) nothing did, and they waited until

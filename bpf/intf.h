@@ -271,11 +271,11 @@ enum counter_idx {
 	CNT_KTHREAD_GUARD,	/* a kernel thread waited past KTHREAD_MAX_WAIT_NS */
 	CNT_KTHREAD_WALK,	/* a full guard walk for a queued kernel thread */
 	CNT_SLICE_LATE,		/* a slice timer fired over SLICE_LATE_NS late */
-	CNT_DSLEEP_GUARD,	/* woken from a D sleep, waited past KTHREAD_MAX_WAIT_NS */
+	CNT_DSLEEP_GUARD,	/* woken from D, waited past KTHREAD_MAX_WAIT_NS */
 	CNT_RR_BUDGET,		/* an RR task woke behind FIFO work and ran on the RR budget */
 	CNT_RR_BUDGET_TICK,	/* a tick gave a queued RR task a budget turn */
 	CNT_DSLEEP_HEAD,	/* a FIFO task in its D turn went first, behind FIFO work */
-	CNT_KERNEL_DEFER,	/* a tick put off a cut for urgent work: task in the kernel */
+	CNT_KERNEL_DEFER,	/* a tick put off a cut for urgent work: in the kernel */
 	NR_COUNTERS,
 };
 

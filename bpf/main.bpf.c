@@ -615,10 +615,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	 * within a tick whatever runs (they use little CPU).
 	 */
 	if (daemon_tgid && p->tgid == daemon_tgid) {
-		scx_bpf_dsq_insert(p, dsq_id(DSQ_URGENT, llc), cfg.slice_ns,
-				   enq_flags);
-		llc_hint_set(llc, DSQ_URGENT);
-		kick_idle_cpu(p, llc);
+		urgent_insert(p, llc, cfg.slice_ns, enq_flags);
 		return;
 	}
 
@@ -636,10 +633,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	 */
 	kturn = kthread_turn(p, tctx, cfg.slice_ns, enq_flags & SCX_ENQ_WAKEUP);
 	if (reader || kturn) {
-		scx_bpf_dsq_insert(p, dsq_id(DSQ_URGENT, llc), cfg.slice_ns,
-				   enq_flags | SCX_ENQ_HEAD);
-		llc_hint_set(llc, DSQ_URGENT);
-		kick_idle_cpu(p, llc);
+		urgent_insert(p, llc, cfg.slice_ns, enq_flags | SCX_ENQ_HEAD);
 		stat_inc(reader ? CNT_RCU_BOOST : CNT_KTHREAD_BOOST);
 		return;
 	}

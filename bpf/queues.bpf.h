@@ -170,8 +170,9 @@ static bool kthread_turn(const struct task_struct *p, struct task_ctx *tctx,
  * serves within KTHREAD_MAX_WAIT_NS: a kernel thread, or a task that slept
  * in D (an uninterruptible sleep: on a kernel lock, or I/O) and has not
  * run a slice of CPU time since (its D turn, dsleep_stop(); a FIFO task in
- * it goes first behind queued work, dsleep_head()). A contended rwsem is handed to its first waiter, woken to
- * take it, and stays idle until that task runs: 200 FIFO hogs exec'd at
+ * it goes first behind queued work, dsleep_head()). A contended rwsem is
+ * handed to its first waiter, woken to take it, and stays idle until that
+ * task runs: 200 FIFO hogs exec'd at
  * once on 2 CPUs queued on a lock of the file they all map (/bin/sh's
  * i_mmap_rwsem), each woken waiter waited the FIFO bound (1 s) behind the
  * running hogs, and over 100 of them were in D for over 25 s
@@ -216,7 +217,8 @@ static void dsleep_stop(const struct task_struct *p, struct task_ctx *tctx,
 
 	if (!runnable) {
 		tctx->dsleep = sleeps_in_d(p);
-		tctx->dturn_end_ns = exec + cfg->slice_ns;
+		if (tctx->dsleep)
+			tctx->dturn_end_ns = exec + cfg->slice_ns;
 		return;
 	}
 	tctx->dsleep = tctx->dsleep && exec < tctx->dturn_end_ns;
@@ -640,6 +642,19 @@ static void kick_idle_cpu(const struct task_struct *p, u32 llc)
 }
 
 /*
+ * Queue @p on @llc's urgent queue (at its head with SCX_ENQ_HEAD in
+ * @enq_flags), which every CPU of @llc serves first, and kick an idle CPU
+ * that may run it.
+ */
+static void urgent_insert(struct task_struct *p, u32 llc, u64 slice_ns,
+			  u64 enq_flags)
+{
+	scx_bpf_dsq_insert(p, dsq_id(DSQ_URGENT, llc), slice_ns, enq_flags);
+	llc_hint_set(llc, DSQ_URGENT);
+	kick_idle_cpu(p, llc);
+}
+
+/*
  * Return true if queued task @tctx may preempt some running turn at all: a
  * FIFO task always, an RR task only as it wakes. An RR task queued again
  * (its turn ran out or was preempted, its affinity or nice changed) waits
@@ -836,10 +851,7 @@ static bool dsleep_head(struct task_struct *p, struct task_ctx *tctx,
 	if (READ_ONCE(lctx->dhead_n) >= llc_cpus(llc) * DHEAD_PER_CPU)
 		return false;
 	__sync_fetch_and_add(&lctx->dhead_n, 1);
-	scx_bpf_dsq_insert(p, dsq_id(DSQ_URGENT, llc), cfg->slice_ns,
-			   enq_flags | SCX_ENQ_HEAD);
-	llc_hint_set(llc, DSQ_URGENT);
-	kick_idle_cpu(p, llc);
+	urgent_insert(p, llc, cfg->slice_ns, enq_flags | SCX_ENQ_HEAD);
 	stat_inc(CNT_DSLEEP_HEAD);
 	return true;
 }

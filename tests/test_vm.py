@@ -245,6 +245,11 @@ def test_fifo_hogs_rotate(binary, tmp_path):
     ])
 
 
+def part(shares):
+    """The first of `shares` as a part of their sum."""
+    return shares[0] / max(sum(shares), 1e-9)
+
+
 def test_weight_split(binary, tmp_path):
     r = run_scenario("weight", tmp_path)
     total = r["nice0_share"] + r["nice5_share"]
@@ -256,12 +261,15 @@ def test_weight_split(binary, tmp_path):
         ("CPU 1 busy", pct(total), ">= 90%", total >= 0.90),
         # Before the LLC clock followed renewed turns, the hog that had run
         # alone got 19-26% in the first second, then 3% for the next two.
-        ("hog alone 3 s, then a newcomer on its CPU: its share, first 1 s", pct(r["join_first"][0]),
-         ">= 40%", r["join_first"][0] >= 0.40),
-        ("  its share over the next 2 s", pct(r["join_next"][0]), "50% +- 5",
-         abs(r["join_next"][0] - 0.50) <= 0.05),
-        ("a hog stopped 3 s, then continued: its share, first 1 s", pct(r["wake_first"][0]),
-         "<= 60%", r["wake_first"][0] <= 0.60),
+        # Parts of what the pair got, not shares of wall time: under steal
+        # the guest's CPU 1 runs for less than the wall time (a CI run's
+        # first second read 37.9% of wall time; 49.0% alone, later).
+        ("hog alone 3 s, then a newcomer on its CPU: its part, first 1 s", pct(part(r["join_first"])),
+         ">= 40%", part(r["join_first"]) >= 0.40),
+        ("  its part over the next 2 s", pct(part(r["join_next"])), "50% +- 5",
+         abs(part(r["join_next"]) - 0.50) <= 0.05),
+        ("a hog stopped 3 s, then continued: its part, first 1 s", pct(part(r["wake_first"])),
+         "<= 60%", part(r["wake_first"]) <= 0.60),
         # Before SCHED_IDLE was RR whatever its nice, the nice -5 one was FIFO
         # and took the CPU (the guard leaving the nice 0 hog a few percent).
         ("SCHED_IDLE nice -5 hog beside nice 0: its share", pct(r["idle_shares"][1]),
@@ -415,8 +423,9 @@ def test_sync_wakee_waits_for_its_waker(binary, tmp_path):
     renewed turn took its own deadline, the hog kept its first turn's and
     the sleeper waited for its slice to end (33-37 of 78 wakeups preempted,
     median lateness 1.56-1.58 ms; now all, 0.4-0.5 ms, up to 1.33 ms on
-    slower hosts, 1.1-1.7 ms on a busy one: below the SCHED_BATCH
-    sleeper's, which waits for the hog's turns to end, in the same run). Last, a sleeper pinned beside a nice 0 : nice 5 pair while a
+    slower hosts, 1.1-3.6 ms on busy ones: below that of a SCHED_BATCH
+    sleeper napping 50 ms beside it at the same time, which waits for the
+    hog's turns to end). Last, a sleeper pinned beside a nice 0 : nice 5 pair while a
     nice 10 hog runs alone on the other CPU (the two CPUs' vtimes drift
     apart for ever): it gets its CPU within a tick or so, and the pair
     splits 75/25."""
@@ -428,10 +437,11 @@ def test_sync_wakee_waits_for_its_waker(binary, tmp_path):
     long_preempts = r["wake_preempts"]["long_nap"]
     batch_wakes, batch_late = (int(x) for x in r["wakes"]["batch"][:2]) \
         if len(r["wakes"]["batch"]) >= 2 else (0, -1)
+    long_batch_late = int(r["wakes"]["long_batch"][1]) if len(r["wakes"]["long_batch"]) >= 2 else -1
     lag_wakes, lag_late = (int(x) for x in r["wakes"]["slow_cpu"][:2]) \
         if len(r["wakes"]["slow_cpu"]) >= 2 else (0, -1)
     pair = r["slow_pair"]
-    nice0_part = pair[0] / max(sum(pair), 1e-9)
+    nice0_part = part(pair)
     check_all([
         ("pipe pair: exit status", r["rc_pair"], "0", r["rc_pair"] == 0),
         ("waker's involuntary switches per write", f"{invol / max(n, 1):.3f}", "<= 0.5 (1.03 before)",
@@ -449,14 +459,15 @@ def test_sync_wakee_waits_for_its_waker(binary, tmp_path):
         # average (1560-1580 us before, on a host where a preempting
         # wakeup took 400-500 us). A preempting wakeup costs the
         # emulator's wakeup path, which grows with the host's load:
-        # 712-1104 us in six runs of 2026-11-29, 1332 us in a CI run of
-        # d823370, 1572 and 1712 us on a busy host on 2026-12-01 (where
-        # the SCHED_BATCH sleeper, which waits for the hog's turns to
-        # end, read 2061 and 3511 us). So the bound is that sleeper's
-        # median in the same run (the fixed 1500 us failed there).
+        # 712-1104 us in six runs of 2026-11-29, 1572-3610 us on busy
+        # hosts. So the bound is the median of a SCHED_BATCH sleeper
+        # that naps 50 ms beside it at the same time, which waits for
+        # the hog's turns to end (a fixed 1500 us failed; so did the
+        # 2 ms SCHED_BATCH sleeper's, measured seconds before: 3183 us
+        # against 3610 in a CI run of 33836a0).
         ("  its median wakeup lateness (us)", long_late,
-         f"< the SCHED_BATCH sleeper's {batch_late} (1560-1580 before)",
-         0 <= long_late < batch_late),
+         f"< the 50 ms SCHED_BATCH sleeper's beside it, {long_batch_late} (1560-1580 before)",
+         0 <= long_late < long_batch_late),
         # Before (66d4ba8), lags counted from the LLC's clock, which the
         # nice 10 hog carried: the pair's vtimes were held at the limit
         # behind it (46-54% nice 0), and the sleeper waited for them to
