@@ -172,11 +172,10 @@ static bool kthread_turn(const struct task_struct *p, struct task_ctx *tctx,
  * run a slice of CPU time since (its D turn, dsleep_stop(); a FIFO task in
  * it goes first behind queued work, dsleep_head()). A contended rwsem is
  * handed to its first waiter, woken to take it, and stays idle until that
- * task runs: 200 FIFO hogs exec'd at
- * once on 2 CPUs queued on a lock of the file they all map (/bin/sh's
- * i_mmap_rwsem), each woken waiter waited the FIFO bound (1 s) behind the
- * running hogs, and over 100 of them were in D for over 25 s
- * (bench/fifo_crowd.sh); with this bound, none. It is a bound, not a
+ * task runs: 200 FIFO hogs exec'd at once on 2 CPUs queued on a lock of
+ * the file they all map (/bin/sh's i_mmap_rwsem), each woken waiter waited
+ * the FIFO bound (1 s) behind the running hogs, and over 100 of them were
+ * in D for over 25 s (bench/fifo_crowd.sh); with this bound, none. It is a bound, not a
  * place in front (but for dsleep_head()): a task that wakes from D and
  * runs within 50 ms is not moved, and one that sleeps in D often gets at
  * most one turn per 50 ms of waiting so (a slice: about 6% of a CPU at a

@@ -253,7 +253,7 @@ def part(shares):
 def test_weight_split(binary, tmp_path):
     r = run_scenario("weight", tmp_path)
     total = r["nice0_share"] + r["nice5_share"]
-    frac = r["nice0_share"] / total if total else 0
+    frac = part([r["nice0_share"], r["nice5_share"]])
     crowd10 = sum(r["crowd_nice10"])
     crowd = crowd10 + sum(r["crowd_nice0"])
     check_all([
@@ -425,10 +425,10 @@ def test_sync_wakee_waits_for_its_waker(binary, tmp_path):
     median lateness 1.56-1.58 ms; now all, 0.4-0.5 ms, up to 1.33 ms on
     slower hosts, 1.1-3.6 ms on busy ones: below that of a SCHED_BATCH
     sleeper napping 50 ms beside it at the same time, which waits for the
-    hog's turns to end). Last, a sleeper pinned beside a nice 0 : nice 5 pair while a
-    nice 10 hog runs alone on the other CPU (the two CPUs' vtimes drift
-    apart for ever): it gets its CPU within a tick or so, and the pair
-    splits 75/25."""
+    hog's turns to end). Last, a sleeper pinned beside a nice 0 : nice 5
+    pair while a nice 10 hog runs alone on the other CPU (the two CPUs'
+    vtimes drift apart for ever): it gets its CPU within a tick or so, and
+    the pair splits 75/25."""
     r = run_scenario("sync_wakeup", tmp_path)
     print(f"sync wakeup: {r}")
     invol, n = (int(x) for x in r["out"][:2]) if len(r["out"]) >= 2 else (-1, 0)

@@ -645,10 +645,11 @@ def scenario_sync_wakeup(out):
     # wakeup preemptions of each run are the difference of wake_preempt
     # between stats requests (SCHED_BATCH wakeups do not preempt).
     preempts, wakes, hog = {}, {}, None
-    phases = ((("other", "other", "0.002"),), (("batch", "batch", "0.002"),),
-              (("long_nap", "other", "0.05"), ("long_batch", "batch", "0.05")))
-    for phase in phases:
-        if phase[0][0] != "batch":
+    # (a new hog first?, the sleepers side by side: name, policy, nap)
+    phases = ((True, [("other", "other", "0.002")]), (False, [("batch", "batch", "0.002")]),
+              (True, [("long_nap", "other", "0.05"), ("long_batch", "batch", "0.05")]))
+    for new_hog, phase in phases:
+        if new_hog:
             kill_all([hog] if hog else [])
             hog = spawn_hog(0, cpus=1)
             time.sleep(1)
@@ -1483,8 +1484,8 @@ def shares_of(pairs, hogs, seconds, whole_periods=False):
     if long:
         wait_throttled(long)
     groups = {name: [h.pid for h in hogs[name]] for name in names}
-    spans = dict(zip([pid for g in groups.values() for pid in g],
-                     measure([pid for g in groups.values() for pid in g], seconds, raw=True)))
+    pids = [pid for g in groups.values() for pid in g]
+    spans = dict(zip(pids, measure(pids, seconds, raw=True)))
 
     def share(pid, period_us):
         cpu, wall = spans[pid]
