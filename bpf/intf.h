@@ -276,6 +276,7 @@ enum counter_idx {
 	CNT_RR_BUDGET_TICK,	/* a tick gave a queued RR task a budget turn */
 	CNT_DSLEEP_HEAD,	/* a FIFO task in its D turn went first, behind FIFO work */
 	CNT_KERNEL_DEFER,	/* a tick put off a cut for urgent work: in the kernel */
+	CNT_WAKE_LOCAL,		/* of CNT_WAKE_PREEMPT: straight to the CPU's local queue */
 	NR_COUNTERS,
 };
 

@@ -649,7 +649,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	if (tctx->class == CLASS_FIFO) {
 		if (head)
 			enq_flags |= SCX_ENQ_HEAD;
-		else if (fifo_preempt_local(p, tctx, &cfg, llc, enq_flags))
+		else if (preempt_local(p, tctx, &cfg, enq_flags, &cl))
 			return;
 		kwait_note(p, tctx, llc, tctx->enq_at_ns);
 		scx_bpf_dsq_insert(p, dsq_id(DSQ_FIFO, llc), cfg.slice_ns,
@@ -662,12 +662,14 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	if (cfg.slice_mode == SLICE_SPLIT)
 		rr_wait_begin(tctx, cpu);
 	cl.key = rr_key(tctx, &cfg);
+	cl.credit = SLEEP_CREDIT_SLICES * cfg.slice_ns;
+	cl.sync = sync;
+	if (preempt_local(p, tctx, &cfg, enq_flags, &cl))
+		return;
 	kwait_note(p, tctx, llc, tctx->enq_at_ns);
 	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg.slice_ns, cl.key,
 				 enq_flags);
 	llc_hint_set(llc, DSQ_RR);
-	cl.credit = SLEEP_CREDIT_SLICES * cfg.slice_ns;
-	cl.sync = sync;
 	preempt_or_kick(p, tctx, enq_flags, &cl);
 }
 

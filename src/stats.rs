@@ -273,6 +273,8 @@ pub struct Metrics {
     pub dsleep_head: u64,
     #[stat(desc = "ticks that left a turn on for urgent work: the task was in the kernel")]
     pub kernel_defer: u64,
+    #[stat(desc = "of wake_preempt: queued on the CPU's own queue, preempting in the wakeup")]
+    pub wake_local: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -350,6 +352,7 @@ impl Metrics {
             ("rr_budget_tick", &mut self.rr_budget_tick),
             ("dsleep_head", &mut self.dsleep_head),
             ("kernel_defer", &mut self.kernel_defer),
+            ("wake_local", &mut self.wake_local),
         ]
     }
 

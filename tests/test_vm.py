@@ -418,7 +418,9 @@ def test_sync_wakee_waits_for_its_waker(binary, tmp_path):
     1 ms after each write; before, it was preempted at each write (308
     involuntary switches in 300 writes; now 59: a turn that TCG stretches
     past the 3 ms slice still ends at the slice). Then a SCHED_BATCH task's
-    wakeups do not preempt, where a SCHED_OTHER one's do. Last, a sleeper
+    wakeups do not preempt, where a SCHED_OTHER one's do, and with nothing
+    else queued they go to the CPU's own queue and preempt in the wakeup
+    path (wake_local). Last, a sleeper
     that naps 50 ms preempts the hog that ran on alone meanwhile: before a
     renewed turn took its own deadline, the hog kept its first turn's and
     the sleeper waited for its slice to end (33-37 of 78 wakeups preempted,
@@ -448,6 +450,11 @@ def test_sync_wakee_waits_for_its_waker(binary, tmp_path):
          n == 300 and 0 <= invol <= 0.5 * n),
         ("sleeper beside a nice 0 hog, 4 s: wakeup preemptions", r["wake_preempts"]["other"], ">= 100",
          r["wake_preempts"]["other"] >= 100),
+        # Nothing else queued: the wakee goes to its CPU's own queue and
+        # preempts in the wakeup path (preempt_local()), not after a
+        # kick's irq_work and a dispatch round (before: none of them).
+        ("  of them, straight to the CPU's own queue (wake_local)", r["wake_local"]["other"],
+         ">= 0.8x", r["wake_local"]["other"] >= 0.8 * r["wake_preempts"]["other"]),
         # Before, SCHED_BATCH wakeups preempted as any other.
         ("  the same sleeper as SCHED_BATCH", r["wake_preempts"]["batch"], "<= 1/10 of that",
          r["wake_preempts"]["batch"] * 10 <= r["wake_preempts"]["other"]),

@@ -644,7 +644,7 @@ def scenario_sync_wakeup(out):
     # a busy spell in one run and not the other failed a CI run). The
     # wakeup preemptions of each run are the difference of wake_preempt
     # between stats requests (SCHED_BATCH wakeups do not preempt).
-    preempts, wakes, hog = {}, {}, None
+    preempts, local, wakes, hog = {}, {}, {}, None
     # (a new hog first?, the sleepers side by side: name, policy, nap)
     phases = ((True, [("other", "other", "0.002")]), (False, [("batch", "batch", "0.002")]),
               (True, [("long_nap", "other", "0.05"), ("long_batch", "batch", "0.05")]))
@@ -653,7 +653,7 @@ def scenario_sync_wakeup(out):
             kill_all([hog] if hog else [])
             hog = spawn_hog(0, cpus=1)
             time.sleep(1)
-        before = counter_now("wake_preempt")
+        before = counter_now("wake_preempt", "wake_local")
         sleepers = []
         for name, policy, nap in phase:
             sleepers.append((name, spawn_hog(0, cpus=1, prefix=["chrt", f"--{policy}", "0"],
@@ -661,7 +661,9 @@ def scenario_sync_wakeup(out):
                                              stdout=subprocess.PIPE)))
         for name, sleeper in sleepers:
             wakes[name] = sleeper.communicate(timeout=120)[0].split()
-        preempts[phase[0][0]] = counter_now("wake_preempt") - before
+        after = counter_now("wake_preempt", "wake_local")
+        preempts[phase[0][0]] = after[0] - before[0]
+        local[phase[0][0]] = after[1] - before[1]
     kill_all([hog])
     # The same 2 ms sleeper beside a nice 0 and a nice 5 hog on CPU 1
     # while a nice 10 hog runs alone on CPU 0: the vtimes of CPU 0 move 9
@@ -678,7 +680,7 @@ def scenario_sync_wakeup(out):
     kill_all(hogs)
     rc = d.stop()
     return {"rc_pair": r["rc"], "out": r["stdout"].split(), "err": r["stderr"][-500:], "rc": rc,
-            "wake_preempts": preempts, "wakes": wakes, "slow_pair": pair}
+            "wake_preempts": preempts, "wake_local": local, "wakes": wakes, "slow_pair": pair}
 
 
 # Sleeps argv[2] s and computes 0.3 ms, for argv[1] seconds; prints the
@@ -1871,10 +1873,12 @@ def stats_request(req, timeout=30):
         return json.loads(c.makefile().readline())
 
 
-def counter_now(name):
+def counter_now(*names):
     """The daemon's counter `name` since attach, from the stats socket (a
-    new client's first request covers everything since attach)."""
-    return stats_request(b'{"req":"stats","args":{}}\n')["args"]["resp"][name]
+    new client's first request covers everything since attach); with
+    several names, a tuple of them from the same request."""
+    resp = stats_request(b'{"req":"stats","args":{}}\n')["args"]["resp"]
+    return resp[names[0]] if len(names) == 1 else tuple(resp[n] for n in names)
 
 
 def scenario_stats_socket(out):
