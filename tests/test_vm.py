@@ -373,10 +373,12 @@ def test_rr_slices_honored(binary, tmp_path):
     1.5 ms), plus the share of timers the scheduler counted late
     (`slice_late` of `slice_timer`): a turn left untimed, or timed to the
     wrong deadline, still fails, its timer being on time or absent.
-    A turn is the hog's runs apart by less than half a slice (the other
-    hog's turn keeps its turns a slice apart; a shorter gap is the host
-    stalling the guest, which split 5 ms turns into runs of a 4.59 and a
-    4.67 ms median in two CI runs, guest.py merge_runs())."""
+    A turn is the hog's runs with no run of the other hog between them
+    (guest.py turns_of()): a gap without one is the host stalling the
+    guest. Such stalls split 5 ms turns into runs of a 4.59 and a 4.67 ms
+    median in two CI runs, and on a host with 20% steal into runs of a
+    2.57 ms median; joining runs apart by less than half a slice, as
+    before, then read a 4.68 ms median turn and failed."""
     r = run_scenario("slice_lengths", tmp_path)
     wake = r.pop("wakeups")
     limited = r.pop("wakeups_limited")

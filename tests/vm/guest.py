@@ -13,6 +13,7 @@ attach), with the reason on stderr.
 Usage: guest.py SCENARIO OUT_DIR
        guest.py batch OUT_DIR SCENARIO...   (one boot, one process each)
 """
+import bisect
 import json
 import os
 import shutil
@@ -505,22 +506,45 @@ def scenario_slices(out):
     return res
 
 
-def merge_runs(seq, min_gap):
-    """A hog's turns from its runs in order (hog.py's `seq`: each run with
-    the gap that ended it): runs apart by less than @min_gap are one turn,
-    the gap included. With two hogs on one CPU the other's turn keeps them
-    apart by a slice; a shorter gap is the host stalling the guest's CPU
-    (under TCG, on a busy host, 0.5-2 ms stalls split one slice in two
-    runs, and a CI run read a 5 ms slice's median run at 4.67 ms) or a
-    kernel thread's moment on it, which leave the turn going. The wall
-    time of a turn is what its slice bounds."""
-    turns, cur = [], 0.0
-    for run, gap in seq:
-        if gap < min_gap:
-            cur += run + gap
-        else:
-            turns.append(cur + run)
-            cur = 0.0
+def run_spans(h):
+    """A hog's runs in order as (begin, end) on the monotonic clock, from
+    hog.py's `start` and `seq` (each run with the gap that ended it)."""
+    t, spans = h.get("start", 0.0), []
+    for run, gap in h.get("seq", []):
+        spans.append((t, t + run))
+        t += run + gap
+    return spans
+
+
+def turns_of(mine, other):
+    """The turns of a hog from its runs and those of the other hog on its
+    CPU (run_spans()): runs with no run of the other between them are one
+    turn, the gaps included. Such a gap is the host stalling the guest's
+    CPU, or a kernel thread's moment on it, which leave the turn going;
+    under TCG on a busy host stalls split turns often and can be long: a CI
+    run read a 5 ms slice's median run at 2.57 ms. (Runs apart by less
+    than half a slice made one turn before: that CI run's median turn read
+    4.68 ms, the stalls of over 2.5 ms splitting turns.) Only turns that
+    start after the other hog's first run and end before its last one
+    count: the others are cut by its start or end. The wall time of a turn
+    is what its slice bounds."""
+    if not mine or not other:
+        return []
+    starts = [b for b, _ in other]
+    first, last = other[0][0], other[-1][1]
+    turns, begin, end = [], None, None
+    for b, e in mine:
+        if begin is not None:
+            i = bisect.bisect_left(starts, b)
+            if i > 0 and other[i - 1][1] > end:
+                if begin > first:
+                    turns.append(end - begin)
+                begin = None
+        if e > last:
+            break
+        if begin is None:
+            begin = b
+        end = e
     return turns
 
 
@@ -544,11 +568,10 @@ def scenario_slice_lengths(out):
         for h in hogs:
             h.wait(60)
         rc = d.stop()
-        runs, turns = [], []
-        for f in files:
-            h = json.loads(read(f, "{}") or "{}")
-            runs += h.get("runs_s", [])
-            turns += merge_runs(h.get("seq", []), us / 2e6)
+        hogs_out = [json.loads(read(f, "{}") or "{}") for f in files]
+        runs = [r for h in hogs_out for r in h.get("runs_s", [])]
+        spans = [run_spans(h) for h in hogs_out]
+        turns = turns_of(spans[0], spans[1]) + turns_of(spans[1], spans[0])
         res[str(us)] = {"runs_s": runs, "turns_s": turns,
                         "totals": final_totals(d.stdout()), "rc": rc}
     # Wakeup-driven work (two processes passing a byte back and forth

@@ -8,8 +8,9 @@ clock), and the second longest. Once running it creates FILE.ready; on
 SIGTERM it writes the longest gap and the number of gaps over 100 ms as
 JSON to the file given as its argument, with the lengths of its runs
 (stretches on the CPU between gaps over RUN_GAP_S), longest first, and the
-first MAX_SEQ runs in order, each with the gap that ended it (`seq`), so a
-reader can tell a short stall of the host from another task's turn.
+first MAX_SEQ runs in order, each with the gap that ended it (`seq`), from
+its start on the monotonic clock (`start`), so a reader can place its runs
+beside another hog's and tell a stall of the host from that hog's turn.
 """
 import json
 import signal
@@ -63,4 +64,4 @@ with open(out, "w") as f:
                "second_gap_s": second_gap, "gaps_over_100ms": long_gaps,
                "seconds": clock() - start,
                "runs_s": sorted(runs, reverse=True)[:10000], "nr_runs": len(runs),
-               "seq": seq}, f)
+               "start": start, "seq": seq}, f)
