@@ -590,9 +590,15 @@ def test_guard_bounds_every_wait(binary, tmp_path):
             # the 250 ms full walk, 0.25-0.36 s beside 200 hogs). At
             # --guard-ms 1000 rcu_preempt and the unbound kworkers waited
             # 1.0 s, and grace periods 3.1 s.
+            # Plus the guest's longest stall (guest.py STALL_PROBE: the
+            # host not running the guest; no wait can end in it). A CI run
+            # under 11-18% host steal read 0.206 s: its LLC's timer came
+            # over 50 ms late (llc_rescue 1, 90% of slice timers over 1 ms
+            # late), and the guard ran that much later.
             (f"{label}: longest kernel-thread wait (MAX_WAIT)",
-             [f"{c} {w:.3f} s" for w, c in m["kthread_waits"][:2]], "< 0.2 s (0.25-0.36 s before)",
-             bool(m["kthread_waits"]) and m["kthread_waits"][0][0] < 0.2),
+             [f"{c} {w:.3f} s" for w, c in m["kthread_waits"][:2]],
+             f"< 0.2 s + the guest's longest stall, {m['guest_stall']:.3f} s (0.25-0.36 s before)",
+             bool(m["kthread_waits"]) and m["kthread_waits"][0][0] < 0.2 + m["guest_stall"]),
             (f"{label}: kernel threads made urgent by their own bound", m["totals"].get("kthread_guard", 0),
              "(printed)", True),
             (f"{label}: early whole-queue walks for a kernel thread", m["totals"].get("kthread_walk", 0),

@@ -788,6 +788,25 @@ def scenario_demo(out):
     return {"shares": shares, "rc": rc}
 
 
+# The guest's own stalls: in the kernel's RT class (SCHED_FIFO, above
+# sched_ext, so no scheduling decision of ours delays it), sleep 5 ms
+# again and again until SIGTERM; then print the longest time a wakeup came
+# late, in s. What it reads is the emulator or the host not running the
+# guest (or its timers firing late): time in which no wait in the guest
+# can end, whatever the scheduler does.
+STALL_PROBE = """
+import os, signal, time
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(20))
+run, worst = [True], 0.0
+signal.signal(signal.SIGTERM, lambda *_: run.clear())
+while run:
+    t0 = time.monotonic()
+    time.sleep(0.005)
+    worst = max(worst, time.monotonic() - t0 - 0.005)
+print(round(worst, 4))
+"""
+
+
 def scenario_guard_many(out):
     """Two FIFO hogs, one pinned per CPU, and many RR hogs: every RR hog
     must keep running, and the scheduler must not be ejected. Two views of
@@ -798,6 +817,7 @@ def scenario_guard_many(out):
     res = {}
     for label, n, args in [("30 hogs, guard 1000 ms", 30, ["--guard-ms", "1000"]),
                            ("200 hogs, default guard", 200, [])]:
+        probe = subprocess.Popen([PY, "-c", STALL_PROBE], stdout=subprocess.PIPE, text=True)
         d = Daemon(out, f"guard-{n}", args + ["--stats-interval", "5", "--top", "400"])
         # The herd first: a process that starts (reads files, blocks) behind
         # FIFO hogs waits up to the guard per block.
@@ -840,6 +860,8 @@ def scenario_guard_many(out):
         kthread_waits = sorted(((w, comms[p]) for p, w in last.items() if is_kthread(p)),
                                reverse=True)
         rc = d.stop()
+        probe.send_signal(signal.SIGTERM)
+        stall = probe.communicate(timeout=60)[0].strip()
         gaps, never_ran = herd_stalls(seen)
         res[label] = {
             "reported": len(gaps),
@@ -847,6 +869,7 @@ def scenario_guard_many(out):
             "max_wait_sched": max(waits) if waits else 99.0,
             "waits_seen": len(waits),
             "kthread_waits": kthread_waits,
+            "guest_stall": float(stall) if stall else 99.0,
             "rr_never_ran": never_ran,
             "fifo_shares": fifo_shares,
             "state_during": state, "daemon_alive": alive, "rc": rc,
