@@ -672,6 +672,29 @@ struct claim {
 };
 
 /*
+ * @enq_flags of @p as a claim: a SCHED_BATCH or SCHED_IDLE task claims
+ * nothing as it wakes; such an RR task waits for a turn to end or an idle
+ * CPU (may_claim() lets only wakeups preempt RR turns; a FIFO task
+ * preempts them whatever its flags).
+ */
+static u64 claim_flags(const struct task_struct *p, u64 enq_flags)
+{
+	return no_wakeup_preempt(p) ? enq_flags & ~SCX_ENQ_WAKEUP : enq_flags;
+}
+
+/*
+ * The CPU whose turn claim @cl may not preempt, or -1: a sync wakeup (a
+ * pipe or socket write) does not preempt its waker, which usually blocks
+ * next (to read the answer); preempting it makes every exchange two
+ * context switches. The wakee waits for the waker to block or its turn to
+ * end, unless another CPU has a turn it may preempt.
+ */
+static s32 sync_waker(const struct claim *cl)
+{
+	return cl->sync ? (s32)bpf_get_smp_processor_id() : -1;
+}
+
+/*
  * Return true if queued task @tctx (class FIFO, or RR with queue key
  * @c->key) has more claim to a CPU than the turn running on @cctx's CPU:
  * a FIFO task preempts an RR task, and a waking RR task an RR task whose
@@ -756,22 +779,9 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 	u32 llc = llc_of(cpu), i;
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	u64 dl = 0, worst = 0;
-	/*
-	 * A sync wakeup (@cl->sync: a pipe or socket write) does not preempt
-	 * its waker: the waker usually blocks next (to read the answer),
-	 * and preempting it makes every exchange two context switches.
-	 * The wakee waits for the waker to block or its turn to end, unless
-	 * another CPU has a turn it may preempt.
-	 */
-	s32 waker = cl->sync ? (s32)bpf_get_smp_processor_id() : -1;
+	s32 waker = sync_waker(cl);
 
-	/*
-	 * Such an RR task that wakes waits for a turn to end or an idle CPU
-	 * (may_claim() lets only wakeups preempt RR turns; a FIFO task
-	 * preempts them whatever its flags).
-	 */
-	if (no_wakeup_preempt(p))
-		enq_flags &= ~SCX_ENQ_WAKEUP;
+	enq_flags = claim_flags(p, enq_flags);
 	/*
 	 * No claim on any turn: wake an idle CPU if there is one, and do not
 	 * walk the LLC for a victim that may_preempt() would refuse (the walk
@@ -868,8 +878,9 @@ static bool dsleep_head(struct task_struct *p, struct task_ctx *tctx,
  * before it: nothing on that CPU's local queue (a per-CPU kernel thread
  * keeps its place) or its LLC's urgent and FIFO queues, nor, for an RR
  * task, on the RR queue (whose order it would jump). An RR task only
- * when it wakes, not a sync wakeup on its waker's CPU nor one whose
- * wakeups do not preempt (preempt_or_kick()). ops.enqueue() holds that
+ * when it wakes (may_claim()), not a sync wakeup on its waker's CPU
+ * (sync_waker()) nor one whose wakeups do not preempt (claim_flags()),
+ * as in preempt_or_kick(). ops.enqueue() holds that
  * CPU's rq lock, so the turn read from its cpu_ctx cannot change under
  * us. One read of each queue's count and of one cpu_ctx: the same cost
  * on any number of CPUs. Return true if @p was queued.
@@ -880,19 +891,16 @@ static bool preempt_local(struct task_struct *p, struct task_ctx *tctx,
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	u32 llc = llc_of(cpu);
-	bool rr = tctx->class != CLASS_FIFO;
 	struct cpu_ctx *cctx;
 	u64 dl;
 
-	if (rr && (!(enq_flags & SCX_ENQ_WAKEUP) || no_wakeup_preempt(p) ||
-		   (cl->sync && cpu == (s32)bpf_get_smp_processor_id())))
-		return false;
-	cctx = try_lookup_cpu_ctx(cpu);
-	if (!cctx || !may_preempt(cctx, tctx, cl, enq_flags, &dl) ||
+	if (cpu == sync_waker(cl) || !(cctx = try_lookup_cpu_ctx(cpu)) ||
+	    !may_preempt(cctx, tctx, cl, claim_flags(p, enq_flags), &dl) ||
 	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) ||
 	    scx_bpf_dsq_nr_queued(dsq_id(DSQ_URGENT, llc)) ||
 	    scx_bpf_dsq_nr_queued(dsq_id(DSQ_FIFO, llc)) ||
-	    (rr && scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc))))
+	    (tctx->class != CLASS_FIFO &&
+	     scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc))))
 		return false;
 	stat_inc(CNT_WAKE_PREEMPT);
 	stat_inc(CNT_WAKE_LOCAL);
