@@ -254,7 +254,7 @@ const volatile bool test_init_fail;
 const volatile bool test_lose_cg_timers;
 
 /*
- * Test hook (hidden --test-lose-llc-timers): once every 5 s an LLC's
+ * Test hook (hidden --test-lose-llc-timers): once every 2 s an LLC's
  * housekeeping timer fires but does nothing, not even re-arm, and leaves
  * a deadline SCAN_MAX_NS ahead that nothing is armed for (llc_timerfn()):
  * the state a lost timer was found in. llc_sweep() must find it.
@@ -467,7 +467,7 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 	read_config(&cfg);
 	tick_learn(now);
 	timer_fired(&lctx->next_timer_ns, now);
-	if (test_lose(test_lose_llc_timers, &llc_test_lose_at_ns, now, 5)) {
+	if (test_lose(test_lose_llc_timers, &llc_test_lose_at_ns, now, 2)) {
 		WRITE_ONCE(lctx->next_timer_ns, now + SCAN_MAX_NS);
 		return 0;
 	}

@@ -210,7 +210,7 @@ struct RunOpts {
     test_lose_cg_timers: bool,
 
     /// Test hook: an LLC's housekeeping timer fires but does nothing, not
-    /// even re-arm, once every 5 s, as a lost timer would (the sweep must
+    /// even re-arm, once every 2 s, as a lost timer would (the sweep must
     /// find it).
     #[arg(long, hide = true)]
     test_lose_llc_timers: bool,

@@ -79,7 +79,7 @@ def run_scenario(name, tmp_path, env=None):
         rc = vm_run([name], out, env)
         assert rc == 0, f"scenario {name}: VM run failed with status {rc}"
         SCENARIO_OUT[name] = out
-        return json.loads((out / f"{name}.json").read_text())
+        return load_result(out, name)
     key = tuple(batch)
     if key not in _batch_out:
         names = [n for n in batch if n in selected_scenarios()] or [name]
@@ -97,7 +97,24 @@ def run_scenario(name, tmp_path, env=None):
     else:
         assert rc == 0, f"scenario {name}: VM run failed with status {rc}"
     SCENARIO_OUT[name] = out
-    return json.loads((out / f"{name}.json").read_text())
+    return load_result(out, name)
+
+
+def load_result(out, name):
+    """A scenario's result; first, the windows of the shares it took as a
+    median (guest.py steady())."""
+    r = json.loads((out / f"{name}.json").read_text())
+
+    def fmt(v):
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k}: {fmt(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, list):
+            return "[" + ", ".join(fmt(x) for x in v) + "]"
+        return f"{v:.4f}"
+
+    for label, *windows in r.get("steady", []):
+        print(f"median of windows: {label}: " + " | ".join(fmt(w) for w in windows))
+    return r
 
 
 def report(label, value, target, ok):
@@ -892,6 +909,9 @@ def held_check(group, totals):
 
 
 def test_cgroup_limits(binary, tmp_path):
+    """Cgroup limits from --cgroup and cpu.max. Each share checked to 1%
+    relative is the median of 3 windows one after another (guest.py
+    steady()): under host steal one window read 18.9% for 20%."""
     r = run_scenario("cgroups", tmp_path)
     s = r["shares"]
     docker = "system.slice/docker-fq0123.scope"
@@ -942,6 +962,9 @@ def test_cgroup_limits(binary, tmp_path):
 
 
 def test_cgroup_limits_exact(binary, tmp_path):
+    """Every (Q,P) pair of the issue to 1% relative, each the median of 3
+    windows (guest.py steady()), but the smooth 1 s pair: one window, since
+    its period counts are checked against the run's length."""
     r = run_scenario("cgroup_exact", tmp_path)
 
     def near(share, want):
@@ -1074,12 +1097,14 @@ def test_cgroup_lost_release_timer(binary, tmp_path):
 
 
 def test_llc_lost_timer(binary, tmp_path):
-    """An LLC's housekeeping timer lost once every 5 s (hidden hook: it
+    """An LLC's housekeeping timer lost once every 2 s (hidden hook: it
     leaves a deadline 20 ms ahead that nothing is armed for, as lost timers
     were found) while its hogs, pinned one per CPU under a 2000/10000
     quota, are parked and every CPU is idle: llc_sweep() re-arms it 50 ms
     past that deadline from whichever CPU next ticks or starts a task
-    (19.7-19.8%, llc_rescue 2). A parker trusts the kept deadline, so
+    (llc_rescue 2 of 12 s, 19.7-19.8%, when it was lost every 5 s; a CI
+    run under host steal saw none, a busy CPU's tick having re-armed each
+    first, so it is lost every 2 s: more chances). A parker trusts the kept deadline, so
     without the sweep nothing re-arms it while every hog is parked (on 8
     vCPUs with a stable clock: 42 s, then the watchdog; 6.8% with the
     earlier hook, which left no deadline, so a tick re-armed it)."""
@@ -1087,7 +1112,7 @@ def test_llc_lost_timer(binary, tmp_path):
     shares = r["shares"]
     rescues = r["totals"].get("llc_rescue", 0)
     check_all([
-        ("pinned hogs, timer lost every 5 s: lowest share", pct(min(shares)), ">= 14% (20%, a second per loss)",
+        ("pinned hogs, timer lost every 2 s: lowest share", pct(min(shares)), ">= 14% (20%, 0.6 s per loss)",
          min(shares) >= 0.14),
         ("highest share", pct(max(shares)), "23% (20% + 3)", max(shares) <= 0.23),
         ("lost timers re-armed by the sweep (llc_rescue)", rescues, ">= 1", rescues >= 1),

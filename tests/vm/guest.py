@@ -793,7 +793,8 @@ def scenario_demo(out):
 # again and again until SIGTERM; then print the longest time a wakeup came
 # late, in s. What it reads is the emulator or the host not running the
 # guest (or its timers firing late): time in which no wait in the guest
-# can end, whatever the scheduler does.
+# can end, whatever the scheduler does. (It costs CPU time: 1.5 CPUs of
+# a 2-CPU guest read 1.41 beside it, so no share is measured with it.)
 STALL_PROBE = """
 import os, signal, time
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(20))
@@ -805,6 +806,42 @@ while run:
     worst = max(worst, time.monotonic() - t0 - 0.005)
 print(round(worst, 4))
 """
+
+
+def stall_probe_stop(probe):
+    """The longest lateness STALL_PROBE `probe` saw, in s (99 if none)."""
+    probe.send_signal(signal.SIGTERM)
+    out = probe.communicate(timeout=60)[0].strip()
+    return float(out) if out else 99.0
+
+
+# The windows steady() measured, for the test's report: label, then each
+# window's values.
+STEADY = []
+
+
+def steady(label, what, windows=3):
+    """The median of what() (CPU shares: a float, a list or a dict of
+    them) over `windows` windows one after another, each value apart. A
+    host that steals the emulator's CPU stops the guest unevenly: a hog
+    stalled while it runs is counted as running, and a stall longer than a
+    group's throttled part of a period takes quota it could not use. CI
+    runs under 10-20% host steal read 18.9% and 20.9% for 20% limits that
+    a quiet host measures at 19.98-20.02%; one window hit by a stall no
+    longer decides. Every window is measured and reported: none is
+    chosen or retried by its value."""
+    vals = [what() for _ in range(windows)]
+    STEADY.append([label] + vals)
+
+    def median(xs):
+        x0 = xs[0]
+        if isinstance(x0, dict):
+            return {k: median([x[k] for x in xs]) for k in x0}
+        if isinstance(x0, list):
+            return [median([x[i] for x in xs]) for i in range(len(x0))]
+        return sorted(xs)[len(xs) // 2]
+
+    return median(vals)
 
 
 def scenario_guard_many(out):
@@ -860,8 +897,7 @@ def scenario_guard_many(out):
         kthread_waits = sorted(((w, comms[p]) for p, w in last.items() if is_kthread(p)),
                                reverse=True)
         rc = d.stop()
-        probe.send_signal(signal.SIGTERM)
-        stall = probe.communicate(timeout=60)[0].strip()
+        stall = stall_probe_stop(probe)
         gaps, never_ran = herd_stalls(seen)
         res[label] = {
             "reported": len(gaps),
@@ -869,7 +905,7 @@ def scenario_guard_many(out):
             "max_wait_sched": max(waits) if waits else 99.0,
             "waits_seen": len(waits),
             "kthread_waits": kthread_waits,
-            "guest_stall": float(stall) if stall else 99.0,
+            "guest_stall": stall,
             "rr_never_ran": never_ran,
             "fifo_shares": fifo_shares,
             "state_during": state, "daemon_alive": alive, "rc": rc,
@@ -1227,7 +1263,7 @@ def group_share(groups, seconds):
     return [sum(shares[p] for p in g) for g in groups]
 
 
-def group_under_daemon(out, name, args, rel, n, seconds):
+def group_under_daemon(out, name, args, rel, n, seconds, windows=1):
     """n nice 0 hogs in cgroup `rel` under a daemon started with `args`:
     (their share of one CPU together over `seconds`, the daemon's exit
     status, its final counters)."""
@@ -1236,7 +1272,7 @@ def group_under_daemon(out, name, args, rel, n, seconds):
     for h in hogs:
         move_to_cgroup(h.pid, rel)
     time.sleep(3)
-    share = group_share([[h.pid for h in hogs]], seconds)[0]
+    share = steady(name, lambda: group_share([[h.pid for h in hogs]], seconds), windows)[0]
     kill_all(hogs)
     rc = d.stop()
     return share, rc, final_totals(d.stdout())
@@ -1259,7 +1295,7 @@ def scenario_cgroup_lost_timer(out):
 
 def scenario_llc_lost_timer(out):
     """One hog pinned per CPU under --period-us 10000 --quota-us 2000, the
-    LLC timer lost once every 5 s (a hidden hook). When every hog is
+    LLC timer lost once every 2 s (a hidden hook). When every hog is
     parked every CPU is idle and none ticks, so only llc_sweep(), run from
     any CPU that starts a task (the daemon's thread wakes every second),
     finds the lost timer. Without it the hogs stayed parked until the
@@ -1355,11 +1391,11 @@ def scenario_cgroups(out):
             move_to_cgroup(p.pid, rel)
     time.sleep(3)
     names = list(groups)
-    shares = group_share([[p.pid for p in groups[n]] for n in names], 10)
+    shares = steady("cgroups: 4 groups", lambda: group_share([[p.pid for p in groups[n]] for n in names], 10))
     res["shares"] = dict(zip(names, shares))
     res["set"] = run_cmd([BIN, "set", "--cgroup", "fq_a=5000/10000"])
     time.sleep(2)
-    res["fq_a_after_set"] = group_share([[p.pid for p in groups["fq_a"]]], 6)[0]
+    res["fq_a_after_set"] = steady("fq_a after set", lambda: group_share([[p.pid for p in groups["fq_a"]]], 6))[0]
     # Remove the docker-like group under load: its task leaves, the
     # directory goes; the daemon forgets the limit and keeps running.
     move_to_cgroup(groups[docker][0].pid, "")
@@ -1391,13 +1427,14 @@ def scenario_cgroups(out):
         move_to_cgroup(p.pid, "fq_k")
     kernel = {}
     time.sleep(3)
-    kernel["init 2000 10000"] = group_share([[p.pid for p in hogs]], 6)[0]
+    kernel["init 2000 10000"] = steady("cpu.max 2000 10000", lambda: group_share([[p.pid for p in hogs]], 6))[0]
     cpu_max("5000 10000")
     time.sleep(2)
-    kernel["changed 5000 10000"] = group_share([[p.pid for p in hogs]], 6)[0]
+    kernel["changed 5000 10000"] = steady("cpu.max 5000 10000", lambda: group_share([[p.pid for p in hogs]], 6))[0]
     kernel["set_rc"] = run_cmd([BIN, "set", "--cgroup", "fq_k=3000/10000"])["rc"]
     time.sleep(2)
-    kernel["cli 3000/10000 over cpu.max"] = group_share([[p.pid for p in hogs]], 6)[0]
+    kernel["cli 3000/10000 over cpu.max"] = steady("cli 3000/10000 over cpu.max",
+                                                   lambda: group_share([[p.pid for p in hogs]], 6))[0]
     run_cmd([BIN, "set", "--cgroup", "fq_k=max"])
     cpu_max("max 10000")
     time.sleep(2)
@@ -1411,7 +1448,7 @@ def scenario_cgroups(out):
     # room for them. Paced in 10 ms sub-periods, a busy group's tokens stay
     # under a sub-quota, and most charges take the lock (11% held).
     res["fq_b"], res["rc_multi"], res["fq_b_totals"] = group_under_daemon(
-        out, "cgroups-multi", ["--cgroup", "fq_b=150000/100000", "--max-stall-us", "0"], "fq_b", 2, 10)
+        out, "cgroups-multi", ["--cgroup", "fq_b=150000/100000", "--max-stall-us", "0"], "fq_b", 2, 10, 3)
     return res
 
 
@@ -1614,7 +1651,7 @@ def scenario_cgroup_exact(out):
     burst = subprocess.Popen(["sh", "-c", f"echo $$ > {CG}/fqx_burst/cgroup.procs; sleep 2; "
                               "exec sh -c 'while :; do :; done'"])
     time.sleep(3)
-    res["cli"] = shares_of(cli, hogs, 12, whole_periods=True)
+    res["cli"] = steady("exact: --cgroup pairs", lambda: shares_of(cli, hogs, 12, whole_periods=True))
     res["burst_share"] = group_share([[burst.pid]], 6)[0]
     kill_all([h for v in hogs.values() for h in v] + [burst])
     res["rc_cli"] = d.stop()
@@ -1629,11 +1666,11 @@ def scenario_cgroup_exact(out):
     d = Daemon(out, "exact-kernel", ["--stats-interval", "2"])
     hogs = start_group_hogs(single, "fqx_k")
     time.sleep(3)
-    res["kernel"] = shares_of(single, hogs, 12)
+    res["kernel"] = steady("exact: cpu.max pairs", lambda: shares_of(single, hogs, 12))
     kill_all([h for v in hogs.values() for h in v])
     hogs = start_group_hogs(multi, "fqx_k")
     time.sleep(3)
-    res["kernel"].update(shares_of(multi, hogs, 8))
+    res["kernel"].update(steady("exact: cpu.max, 2 CPUs", lambda: shares_of(multi, hogs, 8)))
     kill_all([h for v in hogs.values() for h in v])
     time.sleep(2.5)
     res["rc_kernel"] = d.stop()
@@ -1667,7 +1704,7 @@ def scenario_cgroup_exact(out):
     h = spawn_hog(0, cpus="1")
     move_to_cgroup(h.pid, "fqx_fine")
     time.sleep(3)
-    res["fine_share"] = measure([h.pid], 8)[0]
+    res["fine_share"] = steady("exact: smooth 2 ms", lambda: measure([h.pid], 8))[0]
     kill_all([h])
     res["rc_fine"] = d.stop()
     res["fine_row"] = last_row(d.stdout(), "fqx_fine")
@@ -2292,6 +2329,8 @@ def main():
     except ScenarioError as e:
         print(f"guest: scenario {name} could not run: {e}", file=sys.stderr, flush=True)
         sys.exit(3)
+    if STEADY:
+        res["steady"] = STEADY
     with open(os.path.join(out, f"{name}.json"), "w") as f:
         json.dump(res, f, indent=1)
     print(f"guest: scenario {name} done", flush=True)
