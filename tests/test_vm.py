@@ -1102,10 +1102,10 @@ def test_llc_lost_timer(binary, tmp_path):
     were found) while its hogs, pinned one per CPU under a 2000/10000
     quota, are parked and every CPU is idle: llc_sweep() re-arms it 50 ms
     past that deadline from whichever CPU next ticks or starts a task
-    (llc_rescue 2 of 12 s, 19.7-19.8%, when it was lost every 5 s; a CI
-    run under host steal saw none, a busy CPU's tick having re-armed each
-    first, so it is lost every 2 s: more chances). A parker trusts the kept deadline, so
-    without the sweep nothing re-arms it while every hog is parked (on 8
+    (llc_rescue 8 in 12 s, 18.7%; lost every 5 s it read 2, and none in
+    a CI run under host steal, a busy CPU's tick having re-armed each loss
+    first). A parker trusts the kept deadline, so without the sweep
+    nothing re-arms it while every hog is parked (on 8
     vCPUs with a stable clock: 42 s, then the watchdog; 6.8% with the
     earlier hook, which left no deadline, so a tick re-armed it)."""
     r = run_scenario("llc_lost_timer", tmp_path)
