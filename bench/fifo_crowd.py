@@ -6,7 +6,8 @@
 kernel's default scheduler, then under scx_fairquota, start NR nice 0 CPU
 hogs, then NF nice -5 ones (FIFO under scx_fairquota), each a `sh` busy
 loop forked and exec'd by one shell; SETTLE s later, note every hog's
-state (R runnable, D blocked in the kernel), then sample each hog's CPU
+state (R runnable, D blocked in the kernel; the number in D is also
+sampled once a second until then), then sample each hog's CPU
 time (/proc/PID/schedstat) once a second for WINDOW s: the longest time a
 hog made no progress, per class. The sampler is a SCHED_FIFO task of the
 kernel's RT class, above both schedulers. Writes OUT/fifo_crowd.json.
@@ -80,7 +81,13 @@ def one_run(nf, nr, settle, window):
         time.sleep(0.5)
     spawn_s = time.monotonic() - t0
     fifo, normal = children(ff.pid), children(rr.pid)
-    time.sleep(settle)
+    # The hogs in D once a second until SETTLE: a convoy shows as a count
+    # that stays up, a slow start as one that falls to 0 late.
+    d_series = []
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < settle:
+        time.sleep(min(1.0, max(0.0, settle - (time.monotonic() - t0))))
+        d_series.append(sum(1 for p in fifo + normal if state(p) == "D"))
     states, where = {}, {}
     for p in fifo + normal:
         s = state(p)
@@ -113,8 +120,8 @@ def one_run(nf, nr, settle, window):
         return {"gap_max": max(g), "gap_p50": quantile(g, 0.5), "gap_p90": quantile(g, 0.9),
                 "over_3s": sum(1 for x in g if x > 3), "n": len(pids),
                 "cpus": sum(last[p] - first[p] for p in pids) / 1e9 / dt}
-    return {"spawn_s": spawn_s, "states": states, "blocked_in": where, "fifo": cls(fifo),
-            "normal": cls(normal), "fifo_blocked_end": blocked_end}
+    return {"spawn_s": spawn_s, "d_series": d_series, "states": states, "blocked_in": where,
+            "fifo": cls(fifo), "normal": cls(normal), "fifo_blocked_end": blocked_end}
 
 
 def run(out, binary, nf, nr, settle, window):
@@ -154,6 +161,8 @@ def report(path, cmd):
     print("|---|---|---|")
     print(f"| seconds until every hog existed (1) | {d['spawn_s']:.1f} | {f['spawn_s']:.1f} |")
     print(f"| hogs' states {res['settle']} s later | {d['states']} | {f['states']} |")
+    print(f"| hogs in D, once a second until then | {d.get('d_series', '-')}"
+          f" | {f.get('d_series', '-')} |")
     print(f"| where the hogs in D slept (top kernel frames) | {d.get('blocked_in') or '-'}"
           f" | {f.get('blocked_in') or '-'} |")
     for key, label in (("fifo", "nice -5"), ("normal", "nice 0")):

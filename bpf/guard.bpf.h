@@ -28,10 +28,11 @@
  * may be overdue walks the whole queue) + the turns of the kernel threads
  * ahead of it: it goes to the head. So does a task woken from a D sleep,
  * until it has run a slice (kernel_wait()); a FIFO one goes there at once
- * behind queued work, DHEAD_PER_CPU times per CPU per DHEAD_WINDOW_NS, a
- * turn of at most a tick each, which the bounds above wait for too. A
- * running task found in the kernel at the tick that would cut it for
- * urgent work runs up to KERNEL_DEFER_NS (8 ms) more (in_kernel_tick()),
+ * behind queued work, as does a FIFO task cut at a tick in the kernel,
+ * DHEAD_PER_CPU times per CPU per DHEAD_WINDOW_NS together, a turn of at
+ * most a tick each (plus the deferral below), which the bounds above wait
+ * for too. A running task found in the kernel at the tick that would cut
+ * it for urgent work runs up to KERNEL_DEFER_NS (8 ms) more (tick_cut()),
  * which adds that to each bound. Nothing depends on the number of tasks,
  * FIFO hogs or options beyond that.
  *
@@ -368,36 +369,6 @@ static bool urgent_waiting(u32 llc, s32 cpu)
 		return true;
 	p = __COMPAT_scx_bpf_dsq_peek(dsq);
 	return !p || bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
-}
-
-/*
- * At a tick of @p (@tctx) that found urgent work: return true if @p was in
- * the kernel at this tick (its user time did not grow: the kernel charges
- * a tick to the mode it interrupted) and no tick of this turn has put off
- * its cut for KERNEL_DEFER_NS yet; its turn then goes on. Cut inside the
- * kernel, it may hold a lock (a file's i_mmap_rwsem, which every mmap and
- * mprotect of the file takes) while it waits behind the guard's backlog:
- * a FIFO task so waits the FIFO bound (1 s), and every task that wants
- * the lock sits in D meanwhile (200 FIFO hogs exec'd at once on 2 CPUs:
- * 4 still in D 30 s after the start, 9 hogs 3 s without progress). The
- * guard's bounds grow by at most KERNEL_DEFER_NS. Reads and writes @tctx
- * only.
- */
-static bool in_kernel_tick(const struct task_struct *p, struct task_ctx *tctx,
-			   u64 now)
-{
-	u64 ut = p->utime;
-	bool kernel = ut == tctx->tick_utime;
-
-	tctx->tick_utime = ut;
-	if (!kernel)
-		return false;
-	if (!tctx->defer_at_ns)
-		tctx->defer_at_ns = now;
-	if (now - tctx->defer_at_ns >= KERNEL_DEFER_NS)
-		return false;
-	stat_inc(CNT_KERNEL_DEFER);
-	return true;
 }
 
 #endif /* __FAIRQUOTA_GUARD_BPF_H */

@@ -56,16 +56,19 @@ enum consts {
 	 * guard. A turn is not started on less than RR_BUDGET_MIN_NS.
 	 */
 	/*
-	 * A FIFO task within its D turn that would wait behind queued work
-	 * goes to the head of the urgent queue (dsleep_head() in
-	 * queues.bpf.h), at most DHEAD_PER_CPU times per CPU of its LLC per
-	 * DHEAD_WINDOW_NS: each such turn ends at the next tick that finds
-	 * urgent work, so they take at most 20% of the LLC's CPU time at
-	 * HZ 250 (50% at HZ 100), and the guard's backlog the rest.
+	 * A FIFO task within its D turn, or cut at a tick in the kernel
+	 * (tick_cut()), that would wait behind queued work goes to the head
+	 * of the urgent queue (dsleep_head() in queues.bpf.h), at most
+	 * DHEAD_PER_CPU times per CPU of its LLC per DHEAD_WINDOW_NS: each
+	 * such turn ends at the next tick that finds urgent work, so they
+	 * take at most 20% of the LLC's CPU time at HZ 250 (50% at HZ 100),
+	 * or 60% where every one of them is found in the kernel for
+	 * KERNEL_DEFER_NS, and the guard's backlog the rest.
 	 */
 	/*
-	 * A tick that finds urgent work but the running task in the kernel
-	 * (in_kernel_tick()) leaves its turn on for up to KERNEL_DEFER_NS.
+	 * A tick that would end a turn for urgent work or an RR budget turn
+	 * but finds the running task in the kernel (tick_cut()) leaves its
+	 * turn on for up to KERNEL_DEFER_NS.
 	 */
 	KERNEL_DEFER_NS		= 8ULL * 1000 * 1000,
 	DHEAD_WINDOW_NS		= 100ULL * 1000 * 1000,
@@ -277,6 +280,7 @@ enum counter_idx {
 	CNT_DSLEEP_HEAD,	/* a FIFO task in its D turn went first, behind FIFO work */
 	CNT_KERNEL_DEFER,	/* a tick put off a cut for urgent work: in the kernel */
 	CNT_WAKE_LOCAL,		/* of CNT_WAKE_PREEMPT: straight to the CPU's local queue */
+	CNT_KERNEL_HEAD,	/* a FIFO task cut in the kernel went first, behind FIFO work */
 	NR_COUNTERS,
 };
 

@@ -96,7 +96,7 @@
  * which every CPU of the LLC serves first; a running task gives way at
  * its next tick unless the only urgent task may not run on its CPU, or it
  * is in the kernel at that tick, where it may hold a lock (then up to
- * KERNEL_DEFER_NS later, in_kernel_tick()).
+ * KERNEL_DEFER_NS later, tick_cut()).
  * Behind FIFO work the guard so serves RR tasks in their weighted order,
  * and a light task waiting its fair turn on a crowded CPU is not put
  * first. The daemon's threads are queued there
@@ -119,7 +119,8 @@
  * for (kernel_wait()); a FIFO one that would wait behind queued FIFO or
  * urgent work goes to the urgent queue's head (dsleep_head(), at most 5
  * times per CPU per 100 ms), so such a lock passes from owner to owner at
- * ticks, not at 50 ms each. That bounds every
+ * ticks, not at 50 ms each; so does a FIFO task that a tick cut in the
+ * kernel (tick_cut()), which may hold one. That bounds every
  * wait, whatever the number of tasks or FIFO hogs (see guard.bpf.h for
  * the bound).
  *
@@ -638,7 +639,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	/* A FIFO task woken from D behind queued work goes first. */
+	/* A FIFO task woken from D or cut in the kernel goes first. */
 	if (dsleep_head(p, tctx, &cfg, llc, enq_flags, now))
 		return;
 
@@ -738,26 +739,25 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 		return;
 	charge(p, tctx, &cfg, now, false);
 
-	/*
-	 * Urgent work in this LLC: give way now (see guard.bpf.h), unless
-	 * the task is in the kernel, where it may hold a lock.
-	 */
-	if (urgent_waiting(llc, cpu) &&
-	    !kthread_turn(p, tctx, cfg.slice_ns, false)) {
-		if (!in_kernel_tick(p, tctx, now)) {
-			scx_bpf_task_set_slice(p, 0);
-			return;
-		}
-	} else {
-		tctx->tick_utime = p->utime;
-	}
 	if ((tctx->class == CLASS_RR || tctx->nr_cg) &&
 	    refresh_task(p, tctx, &cfg, now) && !in_rcu_reader(p)) {
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}
-	/* An RR task waits behind this FIFO turn: a turn on the budget. */
-	if (rr_budget_ask(p, tctx, &cfg, cpu, llc, now)) {
+	/*
+	 * Urgent work in this LLC: give way now (see guard.bpf.h), unless
+	 * the task is in the kernel, where it may hold a lock (tick_cut()).
+	 * Else an RR task may wait behind this FIFO turn: a turn on the
+	 * budget, with the same deferral.
+	 */
+	tick_in_kernel(p, tctx);
+	if (urgent_waiting(llc, cpu) &&
+	    !kthread_turn(p, tctx, cfg.slice_ns, false)) {
+		if (tick_cut(tctx, now)) {
+			scx_bpf_task_set_slice(p, 0);
+			return;
+		}
+	} else if (rr_budget_ask(p, tctx, &cfg, cpu, llc, now)) {
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}
@@ -791,6 +791,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	tctx->fifo_head = false;
 	tctx->woke = false;
 	tctx->defer_at_ns = 0;
+	tctx->kcut = 0;
 	/* The wait the guard bounds (throttled time not included). */
 	if (tctx->enq_at_ns && now > tctx->enq_at_ns &&
 	    now - tctx->enq_at_ns > tctx->max_wait_ns)

@@ -825,8 +825,53 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
 }
 
 /*
+ * At a tick of @p (@tctx): note whether it was in the kernel (its user
+ * time did not grow since its last tick: the kernel charges a tick to the
+ * mode it interrupted), for tick_cut(). Reads and writes @tctx only.
+ */
+static void tick_in_kernel(const struct task_struct *p, struct task_ctx *tctx)
+{
+	u64 ut = p->utime;
+
+	tctx->tick_kernel = ut == tctx->tick_utime;
+	tctx->tick_utime = ut;
+}
+
+/*
+ * A tick of @tctx's turn would end it (for urgent work, or for an RR
+ * budget turn): return true to end it now, false to let it go on because
+ * it is in the kernel (tick_in_kernel()) and no tick of this
+ * turn has put off a cut for KERNEL_DEFER_NS yet. Cut inside the kernel,
+ * it may hold a lock (a file's i_mmap_rwsem, which every mmap and
+ * mprotect of the file takes) while it waits behind the guard's backlog:
+ * a FIFO task so waits the FIFO bound (1 s), and every task that wants
+ * the lock sits in D meanwhile (200 FIFO hogs exec'd at once on 2 CPUs:
+ * 4 still in D 30 s after the start, 9 hogs 3 s without progress). A FIFO
+ * task cut in the kernel all the same, once the deferral is used up, is
+ * marked (kcut) to go first behind queued work when it is queued again
+ * (dsleep_head()): with a busy host, such cuts of tasks still in exec
+ * left 29-64 of those hogs in D 30 s after the start in 2 of 5 runs.
+ * The guard's bounds grow by at most KERNEL_DEFER_NS. Reads and writes
+ * @tctx only.
+ */
+static bool tick_cut(struct task_ctx *tctx, u64 now)
+{
+	if (!tctx->tick_kernel)
+		return true;
+	if (!tctx->defer_at_ns)
+		tctx->defer_at_ns = now;
+	if (now - tctx->defer_at_ns < KERNEL_DEFER_NS) {
+		stat_inc(CNT_KERNEL_DEFER);
+		return false;
+	}
+	tctx->kcut = tctx->class == CLASS_FIFO;
+	return true;
+}
+
+/*
  * FIFO task @p (@tctx), queued within its D turn (kernel_wait(),
- * dsleep_stop()), goes to the head of @llc's urgent queue if FIFO or
+ * dsleep_stop()) or after a tick cut its turn in the kernel (kcut,
+ * tick_cut()), goes to the head of @llc's urgent queue if FIFO or
  * urgent work already waits there, so it runs at the next tick rather
  * than the guard's 50 ms bound later; return true if it was queued so.
  * The lock it was handed as it woke is held until it runs: when 200 FIFO
@@ -834,7 +879,8 @@ static void preempt_or_kick(struct task_struct *p, struct task_ctx *tctx,
  * i_mmap_rwsem (every mmap and mprotect of ld.so, libc and /bin/sh)
  * waited that bound, one owner after the other, and on a busy host 20-67
  * hogs were still in D 30 s after the start (bench/fifo_crowd.sh, host
- * CPUs busy), each of them behind the lock for 5-11 s. Only with work
+ * CPUs busy), each of them behind the lock for 5-11 s. A task cut inside
+ * the kernel may hold such a lock itself. Only with work
  * queued: a FIFO task that would run at once, or behind running FIFO work
  * only, is left to the FIFO order. At most DHEAD_PER_CPU placements per
  * CPU of @llc per DHEAD_WINDOW_NS (one LLC word, written only by such
@@ -848,7 +894,7 @@ static bool dsleep_head(struct task_struct *p, struct task_ctx *tctx,
 {
 	struct llc_ctx *lctx;
 
-	if (tctx->class != CLASS_FIFO || !tctx->dsleep ||
+	if (tctx->class != CLASS_FIFO || !(tctx->dsleep || tctx->kcut) ||
 	    (scx_bpf_dsq_nr_queued(dsq_id(DSQ_FIFO, llc)) <= 0 &&
 	     scx_bpf_dsq_nr_queued(dsq_id(DSQ_URGENT, llc)) <= 0) ||
 	    !(lctx = try_lookup_llc_ctx(llc)))
@@ -861,7 +907,7 @@ static bool dsleep_head(struct task_struct *p, struct task_ctx *tctx,
 		return false;
 	__sync_fetch_and_add(&lctx->dhead_n, 1);
 	urgent_insert(p, llc, cfg->slice_ns, enq_flags | SCX_ENQ_HEAD);
-	stat_inc(CNT_DSLEEP_HEAD);
+	stat_inc(tctx->dsleep ? CNT_DSLEEP_HEAD : CNT_KERNEL_HEAD);
 	return true;
 }
 
@@ -1001,7 +1047,8 @@ enum { BUD_ASKED = 1, BUD_PICKED = 2 };
  * one slice per guard (1.5 ms per 100 ms on 2 CPUs) between wakeups, and
  * the exits convoy (bench/exits_convoy.py) took 1.16-1.5x the default
  * scheduler's time; with it, 0.33-0.49x. Not for a turn that may not be
- * preempted (a per-CPU kernel thread, a kernel thread's turn). The scan
+ * preempted (a per-CPU kernel thread, a kernel thread's turn), nor yet for
+ * one in the kernel at this tick (tick_cut()). The scan
  * reads at most KEEP_SCAN_TASKS queued tasks (RR tasks pinned to other
  * CPUs of the LLC do not end a turn here for nothing); it runs only at
  * ticks of FIFO turns with an RR task queued and budget left, and touches
@@ -1023,6 +1070,8 @@ static bool rr_budget_ask(struct task_struct *p, struct task_ctx *tctx,
 		return false;
 	bpf_for_each(scx_dsq, q, dsq_id(DSQ_RR, llc), 0) {
 		if (bpf_cpumask_test_cpu(cpu, q->cpus_ptr)) {
+			if (!tick_cut(tctx, now))
+				return false;
 			cctx->bud_ask = BUD_ASKED;
 			return true;
 		}

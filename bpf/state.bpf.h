@@ -100,7 +100,7 @@ struct task_ctx {
 	u64 max_wait_ns;	/* longest wait, runnable (or released) to running */
 	u64 kturn_end_ns;	/* kernel thread: sum_exec_runtime its turn ends at */
 	u64 dturn_end_ns;	/* woken from D: sum_exec_runtime dsleep ends at */
-	u64 tick_utime;		/* p->utime at its last tick (in_kernel_tick()) */
+	u64 tick_utime;		/* p->utime at its last tick (tick_in_kernel()) */
 	u64 defer_at_ns;	/* first tick of this turn that put off a cut */
 	u64 turn_step;		/* RR: vtime its last turn moved (stopping) */
 	struct bw_bucket bw;
@@ -122,7 +122,8 @@ struct task_ctx {
 	u8 woke;		/* queued by its wakeup, not run since */
 	u8 dsleep;		/* slept in D, not run a slice since (kernel_wait()) */
 	u8 bturn;		/* queued for a turn on the RR budget, not run since */
-	u8 __pad_u8[2];
+	u8 kcut;		/* FIFO: a tick cut its turn in the kernel (tick_cut()) */
+	u8 tick_kernel;		/* its last tick found it in the kernel */
 	s32 rr_cpu;		/* CPU whose nr_rr_waiting counts it, or -1 */
 	u32 rel_pending;	/* released by its cgroups, not run yet */
 	u32 __pad2;

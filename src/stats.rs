@@ -271,10 +271,12 @@ pub struct Metrics {
     pub rr_budget_tick: u64,
     #[stat(desc = "FIFO tasks woken from a D sleep that went first, behind queued work")]
     pub dsleep_head: u64,
-    #[stat(desc = "ticks that left a turn on for urgent work: the task was in the kernel")]
+    #[stat(desc = "ticks that left a turn on for urgent work or an RR budget turn: in the kernel")]
     pub kernel_defer: u64,
     #[stat(desc = "of wake_preempt: queued on the CPU's own queue, preempting in the wakeup")]
     pub wake_local: u64,
+    #[stat(desc = "FIFO tasks a tick cut in the kernel that went first, behind queued work")]
+    pub kernel_head: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -353,6 +355,7 @@ impl Metrics {
             ("dsleep_head", &mut self.dsleep_head),
             ("kernel_defer", &mut self.kernel_defer),
             ("wake_local", &mut self.wake_local),
+            ("kernel_head", &mut self.kernel_head),
         ]
     }
 
