@@ -278,7 +278,7 @@ enum counter_idx {
 	CNT_RR_BUDGET,		/* an RR task woke behind FIFO work and ran on the RR budget */
 	CNT_RR_BUDGET_TICK,	/* a tick gave a queued RR task a budget turn */
 	CNT_DSLEEP_HEAD,	/* a FIFO task in its D turn went first, behind FIFO work */
-	CNT_KERNEL_DEFER,	/* a tick put off a cut for urgent work: in the kernel */
+	CNT_KERNEL_DEFER,	/* a tick put off a cut (urgent work, RR budget): in the kernel */
 	CNT_WAKE_LOCAL,		/* of CNT_WAKE_PREEMPT: straight to the CPU's local queue */
 	CNT_KERNEL_HEAD,	/* a FIFO task cut in the kernel went first, behind FIFO work */
 	NR_COUNTERS,
