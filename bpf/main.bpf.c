@@ -967,13 +967,12 @@ void BPF_STRUCT_OPS(fairquota_update_idle, s32 cpu, bool idle)
 
 		if (!scx_bpf_dsq_nr_queued(dsq_id(kind, llc)))
 			continue;
-		bpf_for_each(scx_dsq, p, dsq_id(kind, llc), 0) {
-			if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
-				stat_inc(CNT_IDLE_KICK);
-				scx_bpf_kick_cpu(cpu, 0);
-				return;
-			}
-			break;
+		/* The head only, read without the queue's lock. */
+		p = __COMPAT_scx_bpf_dsq_peek(dsq_id(kind, llc));
+		if (p && bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
+			stat_inc(CNT_IDLE_KICK);
+			scx_bpf_kick_cpu(cpu, 0);
+			return;
 		}
 	}
 }

@@ -1060,6 +1060,7 @@ static bool rr_budget_ask(struct task_struct *p, struct task_ctx *tctx,
 {
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	struct task_struct *q;
+	bool found;
 	u32 seen = 0;
 
 	if (!cctx || tctx->class != CLASS_FIFO || !cctx->curr_valid ||
@@ -1068,17 +1069,20 @@ static bool rr_budget_ask(struct task_struct *p, struct task_ctx *tctx,
 	    rr_budget_left(cctx, now) < RR_BUDGET_MIN_NS ||
 	    !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))
 		return false;
-	bpf_for_each(scx_dsq, q, dsq_id(DSQ_RR, llc), 0) {
-		if (bpf_cpumask_test_cpu(cpu, q->cpus_ptr)) {
-			if (!tick_cut(tctx, now))
-				return false;
-			cctx->bud_ask = BUD_ASKED;
-			return true;
+	/* The head, without the queue's lock; a walk only if it is pinned. */
+	q = __COMPAT_scx_bpf_dsq_peek(dsq_id(DSQ_RR, llc));
+	found = q && bpf_cpumask_test_cpu(cpu, q->cpus_ptr);
+	if (!found) {
+		bpf_for_each(scx_dsq, q, dsq_id(DSQ_RR, llc), 0) {
+			found = bpf_cpumask_test_cpu(cpu, q->cpus_ptr);
+			if (found || ++seen >= KEEP_SCAN_TASKS)
+				break;
 		}
-		if (++seen >= KEEP_SCAN_TASKS)
-			break;
 	}
-	return false;
+	if (!found || !tick_cut(tctx, now))
+		return false;
+	cctx->bud_ask = BUD_ASKED;
+	return true;
 }
 
 /*
@@ -1133,6 +1137,36 @@ static bool queued_by_wakeup(struct task_struct *p)
 }
 
 /*
+ * rr_keep_prev()'s verdict on queued task @head (in queue order): 1 @prev
+ * keeps @cpu, 0 it gives way, -1 look at the next task (@head may not
+ * run on @cpu and its deadline is earlier than @prev's, *@dl).
+ */
+static __always_inline int keep_verdict(struct task_struct *head,
+					 struct task_ctx *pctx, s32 cpu,
+					 u64 slice_ns, u64 span, u64 *dl)
+{
+	u64 key = head->scx.dsq_vtime, lag = RUNNABLE_LAG_SLICES * slice_ns;
+	bool runs_here = bpf_cpumask_test_cpu(cpu, head->cpus_ptr);
+	u64 floor, credit, hv;
+
+	if (key < *dl)
+		return runs_here ? 0 : -1;
+	/* Vtimes, not deadlines: a light task's turn spans far. */
+	hv = key - vtime_cost(slice_ns, head->scx.weight);
+	if (runs_here && key > hv && hv > *dl - span + lag) {
+		pctx->vtime = hv - lag;
+		*dl = pctx->vtime + span;
+	}
+	/* The earliest deadline: only a waking task may go. */
+	if (!runs_here || !queued_by_wakeup(head))
+		return 1;
+	floor = cpu_clock(cpu);
+	credit = SLEEP_CREDIT_SLICES * slice_ns;
+	floor = floor > credit ? floor - credit : 0;
+	return key >= floor + span;
+}
+
+/*
  * Return true if RR task @prev may keep @cpu for another turn of @slice_ns:
  * that turn's deadline is still the earliest among the queued tasks that
  * may run on @cpu. Tasks pinned elsewhere in the LLC do not count (with
@@ -1158,35 +1192,31 @@ static bool queued_by_wakeup(struct task_struct *p)
 static bool rr_keep_prev(struct task_ctx *pctx, s32 cpu, u32 llc, u64 now,
 			 u64 slice_ns)
 {
+	u64 dsq = dsq_id(DSQ_RR, llc), dl, span;
 	struct task_struct *head;
-	bool runs_here;
 	u32 seen = 0;
-	u64 dl, span, floor, credit, key, hv, lag = RUNNABLE_LAG_SLICES * slice_ns;
+	int v;
 
-	/* Nothing queued: no iterator (it takes the queue's lock per step). */
-	if (!scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))
+	/* Nothing queued: no lookup at all. */
+	if (!scx_bpf_dsq_nr_queued(dsq))
 		return true;
 	span = vtime_cost(slice_ns, pctx->weight);
 	dl = turn_vtime_now(pctx, now) + span;
-	bpf_for_each(scx_dsq, head, dsq_id(DSQ_RR, llc), 0) {
-		key = head->scx.dsq_vtime;
-		runs_here = bpf_cpumask_test_cpu(cpu, head->cpus_ptr);
-		if (key >= dl) {
-			/* Vtimes, not deadlines: a light task's turn spans far. */
-			hv = key - vtime_cost(slice_ns, head->scx.weight);
-			if (runs_here && key > hv && hv > dl - span + lag) {
-				pctx->vtime = hv - lag;
-				dl = pctx->vtime + span;
-			}
-			/* The earliest deadline: only a waking task may go. */
-			if (!runs_here || !queued_by_wakeup(head))
-				return true;
-			floor = cpu_clock(cpu);
-			credit = SLEEP_CREDIT_SLICES * slice_ns;
-			floor = floor > credit ? floor - credit : 0;
-			return key >= floor + span;
-		}
-		if (runs_here || ++seen >= KEEP_SCAN_TASKS)
+	/*
+	 * The head decides almost always, read without the queue's lock;
+	 * the iterator (the lock per step) only past tasks pinned elsewhere.
+	 */
+	head = __COMPAT_scx_bpf_dsq_peek(dsq);
+	if (!head)
+		return true;
+	v = keep_verdict(head, pctx, cpu, slice_ns, span, &dl);
+	if (v >= 0)
+		return v;
+	bpf_for_each(scx_dsq, head, dsq, 0) {
+		v = keep_verdict(head, pctx, cpu, slice_ns, span, &dl);
+		if (v >= 0)
+			return v;
+		if (++seen >= KEEP_SCAN_TASKS)
 			return false;
 	}
 	return true;
