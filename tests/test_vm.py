@@ -445,8 +445,9 @@ def test_sync_wakee_waits_for_its_waker(binary, tmp_path):
     the sleeper waited for its slice to end (33-37 of 78 wakeups preempted,
     median lateness 1.56-1.58 ms; now all, 0.4-0.5 ms, up to 1.33 ms on
     slower hosts, 1.1-3.6 ms on busy ones: below that of a SCHED_BATCH
-    sleeper napping 50 ms beside it at the same time, which waits for the
-    hog's turns to end). Last, a sleeper pinned beside a nice 0 : nice 5
+    sleeper napping 50 ms beside it at the same time, 25 ms out of phase,
+    which waits for the hog's turns to end: 0.86-0.87 ms against 2.5-3.5 ms
+    in two runs of 2026-12-02). Last, a sleeper pinned beside a nice 0 : nice 5
     pair while a nice 10 hog runs alone on the other CPU (the two CPUs'
     vtimes drift apart for ever): it gets its CPU within a tick or so, and
     the pair splits 75/25."""

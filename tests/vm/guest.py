@@ -664,13 +664,18 @@ def scenario_sync_wakeup(out):
     # wakeups, its turn renewed a dozen times, and the SCHED_OTHER one's
     # wakeups must still preempt it. Side by side, both see the same host:
     # a slow emulator stretches the lateness of both (one after the other,
-    # a busy spell in one run and not the other failed a CI run). The
+    # a busy spell in one run and not the other failed a CI run). They wake
+    # on one grid, 25 ms apart: started together, each woke beside the
+    # other, and the SCHED_BATCH one ran right after the SCHED_OTHER one's
+    # preemption instead of waiting for the hog's turn (medians 1539 and
+    # 1629 us in a failed run, each's 10th-90th percentiles alike). The
     # wakeup preemptions of each run are the difference of wake_preempt
     # between stats requests (SCHED_BATCH wakeups do not preempt).
     preempts, local, wakes, hog = {}, {}, {}, None
-    # (a new hog first?, the sleepers side by side: name, policy, nap)
+    # (a new hog first?, the sleepers side by side: name, policy, nap[, grid offset])
     phases = ((True, [("other", "other", "0.002")]), (False, [("batch", "batch", "0.002")]),
-              (True, [("long_nap", "other", "0.05"), ("long_batch", "batch", "0.05")]))
+              (True, [("long_nap", "other", "0.05", "0"),
+                      ("long_batch", "batch", "0.05", "0.025")]))
     for new_hog, phase in phases:
         if new_hog:
             kill_all([hog] if hog else [])
@@ -678,9 +683,9 @@ def scenario_sync_wakeup(out):
             time.sleep(1)
         before = counter_now("wake_preempt", "wake_local")
         sleepers = []
-        for name, policy, nap in phase:
+        for name, policy, *nap in phase:
             sleepers.append((name, spawn_hog(0, cpus=1, prefix=["chrt", f"--{policy}", "0"],
-                                             cmd=[PY, "-c", SLEEPER, "4", nap],
+                                             cmd=[PY, "-c", SLEEPER, "4", *nap],
                                              stdout=subprocess.PIPE)))
         for name, sleeper in sleepers:
             wakes[name] = sleeper.communicate(timeout=120)[0].split()
@@ -708,18 +713,23 @@ def scenario_sync_wakeup(out):
 
 # Sleeps argv[2] s and computes 0.3 ms, for argv[1] seconds; prints the
 # number of wakeups and the median time a wakeup came late, in us, then
-# its 10th, 25th, 75th and 90th percentiles.
+# its 10th, 25th, 75th and 90th percentiles. With argv[3], it wakes on a
+# fixed grid of the system's monotonic clock instead: at the times t with
+# t = argv[3] (mod argv[2]), so that two sleepers with the same nap and
+# offsets half a nap apart never wake together, however late each comes.
 SLEEPER = """
 import sys, time
 end = time.monotonic() + float(sys.argv[1])
 nap = float(sys.argv[2])
+off = float(sys.argv[3]) if len(sys.argv) > 3 else None
 late = []
 while time.monotonic() < end:
-    t0 = time.perf_counter()
-    time.sleep(nap)
-    late.append(time.perf_counter() - t0 - nap)
-    t = time.perf_counter() + 0.0003
-    while time.perf_counter() < t:
+    t0 = time.monotonic()
+    due = t0 + nap if off is None else (int((t0 - off) / nap) + 1) * nap + off
+    time.sleep(due - t0)
+    late.append(time.monotonic() - due)
+    t = time.monotonic() + 0.0003
+    while time.monotonic() < t:
         pass
 late.sort()
 print(len(late), round(late[len(late) // 2] * 1e6),
