@@ -49,7 +49,7 @@ enum consts {
 	KTHREAD_MAX_WAIT_NS	= 50ULL * 1000 * 1000,
 	/*
 	 * RR budget of a CPU that runs FIFO work (rr_budget_turn() and
-	 * rr_budget_ask() in queues.bpf.h): an RR task that wakes there runs
+	 * rr_budget_ask() in budget.bpf.h): an RR task that wakes there runs
 	 * at once, and the RR queue's head at a tick, on up to RR_BUDGET_NS
 	 * of RR time per RR_BUDGET_WINDOW_NS (5%, as the kernel's fair
 	 * server leaves fair tasks), not behind the FIFO task until the

@@ -18,17 +18,16 @@
  *    runs FIFO work, another RR CPU of its LLC), never a per-CPU kernel
  *    thread; with no FIFO work waiting, ops.enqueue() puts it straight
  *    on its CPU with SCX_ENQ_PREEMPT (no kick and dispatch round).
- *  - RR budget (rr_budget_turn()): an RR task that wakes on a CPU running
- *    a FIFO task goes straight to that CPU with SCX_ENQ_PREEMPT while the
- *    CPU has RR budget left (RR_BUDGET_NS per RR_BUDGET_WINDOW_NS, 5%, as
- *    the kernel's fair server gives fair tasks behind RT work), so a
- *    sleeping lock shared by RR tasks does not move once per guard behind
- *    FIFO hogs; and at a tick of a FIFO task, an RR task queued in the
- *    LLC that may run there gets such a turn too (rr_budget_ask(), then
- *    rr_budget_pick() in ops.dispatch()), so RR tasks that stay runnable
- *    get the budget as well, not one slice per guard. Only FIFO work
- *    preempts such a turn. The budget is per CPU, in its cpu_ctx, charged
- *    by that CPU alone: no shared write.
+ *  - RR budget (budget.bpf.h, rr_budget_turn()): an RR task that wakes on a CPU
+ *    running a FIFO task goes straight to that CPU with SCX_ENQ_PREEMPT while
+ *    the CPU has RR budget left (RR_BUDGET_NS per RR_BUDGET_WINDOW_NS, 5%, as
+ *    the kernel's fair server gives fair tasks behind RT work), so a sleeping
+ *    lock shared by RR tasks does not move once per guard behind FIFO hogs; and
+ *    at a tick of a FIFO task, an RR task queued in the LLC that may run there
+ *    gets such a turn too (rr_budget_ask(), then rr_budget_pick() in
+ *    ops.dispatch()), so RR tasks that stay runnable get the budget as well,
+ *    not one slice per guard. Only FIFO work preempts such a turn. The budget
+ *    is per CPU, in its cpu_ctx, charged by that CPU alone: no shared write.
  *  - RR tasks carry a weighted virtual time: running costs
  *    runtime * 100 / p->scx.weight. They are queued by the virtual
  *    deadline of their next turn (vtime + slice * 100 / weight, as EEVDF
@@ -266,6 +265,7 @@ const volatile bool test_lose_llc_timers;
 #include "trace.bpf.h"
 #include "cgroups.bpf.h"
 #include "queues.bpf.h"
+#include "budget.bpf.h"
 #include "bandwidth.bpf.h"
 #include "guard.bpf.h"
 #include "stats.bpf.h"
