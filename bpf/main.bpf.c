@@ -56,13 +56,12 @@
  *    queued the wakee behind a running waker while a CPU stayed idle).
  *    A CPU going idle looks at its queues once more (ops.update_idle()),
  *    so no wakeup is lost to the moment between its last dispatch and its
- *    idle mark. A per-CPU BPF timer ends a slice that a tick would end
- *    more than 1 ms late, so slices are honored within 1 ms; it is
- *    started only for turns that may need it (arm_slice_timer(): a turn
- *    that blocks before a tick costs no timer, under a quota too unless
- *    its tokens cut it short; the first CPU-bound turn
- *    of a task that blocked early before may run up to a tick past a
- *    slice shorter than a tick).
+ *    idle mark. A per-CPU BPF timer (slice.bpf.h) ends a slice that a tick
+ *    would end more than 1 ms late, so slices are honored within 1 ms; it is
+ *    started only for turns that may need it (arm_slice_timer(): a turn that
+ *    blocks before a tick costs no timer, under a quota too unless its tokens
+ *    cut it short; the first CPU-bound turn of a task that blocked early before
+ *    may run up to a tick past a slice shorter than a tick).
  *
  * Queue layout. Every LLC has four dispatch queues, DSQ id (llc << 2) |
  * kind: URGENT (FIFO order), FIFO (FIFO order), RR (deadline order) and
@@ -269,150 +268,7 @@ const volatile bool test_lose_llc_timers;
 #include "bandwidth.bpf.h"
 #include "guard.bpf.h"
 #include "stats.bpf.h"
-
-/* End the running turn on this CPU if it is still the one the timer is for. */
-static int slice_timerfn(void *map, int *key, struct bpf_timer *timer)
-{
-	s32 cpu = *key;
-	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
-
-	if (cctx && cctx->curr_valid && cctx->turn == cctx->timer_turn) {
-		stat_inc(CNT_SLICE_TIMER);
-		/*
-		 * Counted so that a slice overrun can be told apart: a
-		 * timer the kernel fires late (a loaded or virtual host)
-		 * from a turn that was never timed.
-		 */
-		if (bpf_ktime_get_ns() > cctx->timer_at + SLICE_LATE_NS)
-			stat_inc(CNT_SLICE_LATE);
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-	}
-	return 0;
-}
-
-/*
- * The kernel's tick period, learned from jiffies (0 until known): the
- * daemon need not find the kernel's config, and a kernel of any HZ works.
- * ops.init() notes jiffies and the time; the first LLC timer run at
- * least TICK_LEARN_NS later divides. Only values of a real HZ (100, 250,
- * 300, 1000, within 5%) are taken; otherwise it counts again.
- */
-u64 tick_ns;
-static u64 tick_learn_at_ns, tick_learn_jiffies;
-
-static void tick_learn_start(u64 now)
-{
-	WRITE_ONCE(tick_learn_jiffies, bpf_jiffies64());
-	WRITE_ONCE(tick_learn_at_ns, now);
-}
-
-/* Return the tick period if @hz is within 5% of @want Hz, else 0. */
-static u64 tick_of_hz(u64 hz, u64 want)
-{
-	return hz * 20 >= want * 19 && hz * 20 <= want * 21 ?
-	       NSEC_PER_SEC / want : 0;
-}
-
-static void tick_learn(u64 now)
-{
-	u64 since = READ_ONCE(tick_learn_at_ns), hz, tick;
-
-	if (READ_ONCE(tick_ns) || !since || now < since + TICK_LEARN_NS)
-		return;
-	hz = (bpf_jiffies64() - READ_ONCE(tick_learn_jiffies)) *
-	     NSEC_PER_SEC / (now - since);
-	tick = tick_of_hz(hz, 100) ?: tick_of_hz(hz, 250) ?:
-	       tick_of_hz(hz, 300) ?: tick_of_hz(hz, 1000);
-	if (tick)
-		WRITE_ONCE(tick_ns, tick);
-	else
-		tick_learn_start(now);
-}
-
-/*
- * Return true if a turn with @left_ns of its slice left could overrun it
- * by more than SLICE_TICK_SLACK_NS if only a tick ended it. The next tick
- * comes within a tick period, so a turn with at least a tick less the
- * slack left is safe without a timer (a 3 ms slice at HZ 250
- * always is). True while the tick period is not known.
- */
-static bool slice_needs_timer(u64 left_ns)
-{
-	u64 tick = READ_ONCE(tick_ns);
-
-	return !tick || left_ns + SLICE_TICK_SLACK_NS < tick;
-}
-
-/*
- * Start this CPU's slice timer to end the current turn @ns from now. The
- * deadline is absolute: a start from a sched_ext callback is deferred to an
- * irq_work, and a relative one counted from whenever that ran.
- */
-static void slice_timer_start(struct cpu_ctx *cctx, u64 ns)
-{
-	cctx->timer_turn = cctx->turn;
-	cctx->timer_at = bpf_ktime_get_ns() + ns;
-	stat_inc(CNT_SLICE_ARM);
-	bpf_timer_start(&cctx->slice_timer, cctx->timer_at,
-			BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
-}
-
-/*
- * A turn of @tctx of @slice ns starts on @cctx's CPU: arm the slice timer
- * if the turn may have to end between ticks. A FIFO turn that a cgroup's
- * tokens cut short is always timed. An RR turn is timed from its start if
- * the task ran its last turn until its slice was taken (a CPU-bound task:
- * it will likely use this one up too) and others wait, or, for a task
- * under a quota or a limited cgroup, whatever waits; a limited turn that
- * its tokens cut short (@slice below the slice of @cfg) is always timed,
- * so a quota ends on time. Any other turn is left to the ticks: the tick
- * that finds less than a tick less the slack left arms the timer
- * (slice_timer_tick()). Most turns of wakeup-driven work block long
- * before their slice ends, so they start no timer: starting one was most
- * of ops.running()'s cost (on this kernel a start from a sched_ext
- * callback is deferred to an irq_work: an allocation and a
- * self-interrupt), and its useless expiry an interrupt. A server in a
- * limited cgroup (nginx: one turn per request) started one per turn until
- * 2026-11-26. The price: a task that turns CPU-bound after blocking early
- * may overrun one slice shorter than a tick by up to a tick (its next
- * turn is timed); under a quota the overrun is charged, so the share over
- * periods stays exact.
- */
-static void arm_slice_timer(struct cpu_ctx *cctx, const struct task_ctx *tctx,
-			    u64 slice, u32 llc, const struct fq_config *cfg)
-{
-	bool timed;
-
-	if (tctx->class == CLASS_FIFO)
-		timed = tctx->nr_cg;
-	else if (tctx->limited || tctx->nr_cg)
-		timed = slice < cfg->slice_ns || tctx->ran_out;
-	else
-		timed = tctx->ran_out &&
-			scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc));
-	if (timed)
-		slice_timer_start(cctx, slice);
-}
-
-/*
- * At a tick of RR task @p whose turn has no slice timer yet: arm it if
- * what is left of the slice (the kernel has just brought p->scx.slice up
- * to date) could be overrun by more than the slack, and others wait.
- */
-static void slice_timer_tick(struct task_struct *p, const struct task_ctx *tctx,
-			     s32 cpu, u32 llc)
-{
-	struct cpu_ctx *cctx;
-	u64 left = p->scx.slice;
-
-	if (tctx->class != CLASS_RR || !left || !slice_needs_timer(left))
-		return;
-	cctx = try_lookup_cpu_ctx(cpu);
-	if (!cctx || !cctx->curr_valid || cctx->timer_turn == cctx->turn ||
-	    !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))
-		return;
-	slice_timer_start(cctx, left);
-}
+#include "slice.bpf.h"
 
 /* Renew the slice of @prev, which goes on running on this CPU. */
 static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
