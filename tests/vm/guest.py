@@ -553,7 +553,7 @@ def scenario_slice_lengths(out):
     the lengths of their runs, and how many turns started a slice timer.
     At HZ 250 a 2 ms slice ends between ticks (slice timer at the start); a
     3 ms or 5 ms one is left to the ticks until one finds less than a tick
-    but the slack left (bpf/main.bpf.c, slice_needs_timer())."""
+    but the slack left (bpf/slice.bpf.h, slice_needs_timer())."""
     res = {}
     for us in SLICE_LENGTHS_US:
         d = Daemon(out, f"slice-{us}", ["--slice-us", str(us)])
