@@ -720,19 +720,14 @@ def test_cpu_hotplug_restart(binary, tmp_path):
 
 
 def sampled_to_the_end(m):
-    """The state samples of a stress_smoke run cover the time the
-    scheduler had with stress-ng (from its start to stress-ng's end or the
-    45 s timeout, whichever came first), but for the last 3 s. They are
-    taken by a Python loop at nice 0 beside stress-ng's aggressive workers,
-    whose turns come late: counted instead (>= 20), a CI run on a slow host
-    failed with every sample `enabled`, the program having taken 26 s to
-    verify and load. stress_s ends when stress-ng does: it was taken after
-    the scheduler's exit, 45 s after its start, so a run that attached in
-    8 s (stress-ng done after 31 s) was asked for samples to 33 s, past
-    the sampler's end, and failed (a CI run of 3543e4c)."""
+    """The state samples of a stress_smoke run cover stress-ng's run, from
+    its start to its end, but for the last 3 s. They are taken by a Python
+    loop at nice 0 beside stress-ng's aggressive workers, whose turns come
+    late, so at least 5 are asked for, not one per 0.5 s. stress-ng starts
+    once the scheduler is attached, however long the program took to
+    verify and load (61 s on a slow CI host, stop 58)."""
     s = m["samples"]
-    window = min(m["stress_s"], 44.5 - m["attach_s"])
-    return len(s) >= 5 and s[-1][0] >= window - 3.0
+    return len(s) >= 5 and s[-1][0] >= min(m["stress_s"], 45.0) - 3.0
 
 
 def test_stress_ng_smoke(binary, tmp_path):
@@ -743,11 +738,11 @@ def test_stress_ng_smoke(binary, tmp_path):
         checks += [
             (f"{label}: attached", m["attached"], "True", m["attached"]),
             (f"{label}: stress-ng exit status", m["stress_rc"], "0", m["stress_rc"] == 0),
-            (f"{label}: state while stress-ng ran, until the 45 s timeout",
+            (f"{label}: state while stress-ng ran (31 s, from the attach)",
              f"{sorted({st for _, st in s})}, {len(s)} samples to {s[-1][0] if s else 0:.1f} s"
-             f" (attached after {m['attach_s']:.1f} s)", "['enabled'], to 3 s before the stop",
+             f" (attached after {m['attach_s']:.1f} s)", "['enabled'], to 3 s before its end",
              {st for _, st in s} == {"enabled"} and sampled_to_the_end(m)),
-            (f"{label}: scheduler exit status (timeout --preserve-status 45)", m["sched_rc"], "0",
+            (f"{label}: scheduler exit status after SIGTERM (as from timeout)", m["sched_rc"], "0",
              m["sched_rc"] == 0),
         ]
         if m["check_ops"]:
