@@ -1060,7 +1060,7 @@ def scenario_stress_smoke(out):
     them). stress-ng starts once the scheduler is attached: a CI host
     took 61 s to verify and load the program, past a `timeout 45` that
     counted from the daemon's start (stop 58), so the time to attach is
-    waited for (up to 180 s, as Daemon.wait_attached) and reported apart."""
+    waited for (Daemon.wait_attached(), up to 180 s) and reported apart."""
     n = str(os.cpu_count())
     smoke = ["-c", n, "-f", n, "--affinity", "1", "--affinity-delay", "1", "--affinity-pin"]
     churn = [a for s in CHURN_STRESSORS + ("futex", "pthread", "clone") for a in (f"--{s}", n)]
@@ -1070,11 +1070,8 @@ def scenario_stress_smoke(out):
             ("default", [], smoke, []), ("quota 2000/10000", quota, smoke, []),
             ("policy churn, quota 2000/10000", quota, churn, list(CHURN_STRESSORS))]:
         sched_t0 = time.monotonic()
-        sched = subprocess.Popen([BIN, "--stats-interval", "0", *args],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 180
-        while sched_state()[0] != "enabled" and time.monotonic() < deadline and sched.poll() is None:
-            time.sleep(0.2)
+        # Waits for the attach (Daemon.wait_attached(): up to 180 s).
+        d = Daemon(out, f"stress-{len(res)}", ["--stats-interval", "0", *args])
         attached = sched_state()[0] == "enabled"
         t0 = time.monotonic()
         stress = subprocess.Popen(["stress-ng", "-t", "31", "--aggressive", "-M", *stressors],
@@ -1090,15 +1087,14 @@ def scenario_stress_smoke(out):
         stress_s = time.monotonic() - t0
         # The stop `timeout` gives: SIGTERM, after which the daemon
         # detaches and exits 0 (an ejection would exit non-zero).
-        if sched.poll() is None:
-            sched.send_signal(signal.SIGTERM)
-        _, err = sched.communicate(timeout=120)
+        rc = d.stop(signal.SIGTERM, timeout=120)
+        err = d.stderr()
         res[label] = {"attached": attached, "stress_rc": stress.returncode,
                       "stress_s": stress_s, "attach_s": t0 - sched_t0,
                       "stress_out": stress_out,
                       "check_ops": check_ops,
                       "samples": samples,
-                      "sched_rc": sched.returncode, "sched_stderr": err[-2000:]}
+                      "sched_rc": rc, "sched_stderr": err[-2000:]}
     return res
 
 
