@@ -2092,7 +2092,9 @@ def scenario_cgroup_fifo(out):
     # on a busy host in a boot shared with other scenarios.
     wait_for_file(gf + ".ready", timeout=240)
     time.sleep(2)
-    (share,) = measure([hog.pid], 10)
+    # The median of three windows, as for the other exactness targets: a
+    # CI host's steal read 9.9% in one 10 s window (stop 59).
+    share = steady("cgroup_fifo: 1000/10000", lambda: measure([hog.pid], 6))[0]
     state = sched_state()
     kill_all([hog])
     rc = d.stop()
