@@ -60,12 +60,16 @@ __noinline int fq_bw_charge_span(struct bw_bucket *b, u64 start, u64 end,
  * being woken); the timers never write a bucket, so a task's bucket has
  * one writer at a time (a cgroup's has its lock).
  */
-static bool refresh_task(const struct task_struct *p, struct task_ctx *tctx,
-			 const struct fq_config *cfg, u64 now)
+__noinline int fq_refresh_task(struct task_struct *p __arg_trusted,
+			       struct task_ctx *tctx,
+			       const struct fq_config *cfg, u64 now)
 {
-	bool exempt = is_exempt(p), own = false;
+	bool exempt, own = false;
 	struct bw_limit l;
 
+	if (!tctx || !cfg)
+		return 0;
+	exempt = is_exempt(p);
 	tctx->class = task_class(p, cfg);
 	tctx->nice = task_nice(p);
 	tctx->weight = p->scx.weight;
@@ -76,6 +80,12 @@ static bool refresh_task(const struct task_struct *p, struct task_ctx *tctx,
 		own = fq_bw_refill(&tctx->bw, now, &l);
 	}
 	return own || (tctx->nr_cg && cg_scan(tctx, now, NULL));
+}
+
+static bool refresh_task(const struct task_struct *p, struct task_ctx *tctx,
+			 const struct fq_config *cfg, u64 now)
+{
+	return fq_refresh_task((struct task_struct *)p, tctx, cfg, now);
 }
 
 /*
@@ -103,12 +113,16 @@ static __noinline void charge_own(struct task_ctx *tctx,
  * /proc/PID/schedstat and cgroup cpu.stat. @turn_end: its turn ends and it
  * is still runnable (bw_turn_end()). Return the runtime charged.
  */
-static u64 charge(const struct task_struct *p, struct task_ctx *tctx,
-		  const struct fq_config *cfg, u64 now, bool turn_end)
+__noinline u64 fq_charge(struct task_struct *p __arg_trusted,
+			 struct task_ctx *tctx, const struct fq_config *cfg,
+			 u64 now, bool turn_end)
 {
-	u64 exec = p->se.sum_exec_runtime;
-	u64 delta = exec > tctx->last_exec_ns ? exec - tctx->last_exec_ns : 0;
+	u64 exec, delta;
 
+	if (!tctx || !cfg)
+		return 0;
+	exec = p->se.sum_exec_runtime;
+	delta = exec > tctx->last_exec_ns ? exec - tctx->last_exec_ns : 0;
 	tctx->exec_at_ns = now;
 	tctx->unseen_ns = 0;
 	if (!delta)
@@ -122,6 +136,12 @@ static u64 charge(const struct task_struct *p, struct task_ctx *tctx,
 	if (tctx->nr_cg && cg_charge(tctx, cfg, now, delta, turn_end))
 		stat_inc(CNT_CG_THROTTLE);
 	return delta;
+}
+
+static u64 charge(const struct task_struct *p, struct task_ctx *tctx,
+		  const struct fq_config *cfg, u64 now, bool turn_end)
+{
+	return fq_charge((struct task_struct *)p, tctx, cfg, now, turn_end);
 }
 
 /*
@@ -293,30 +313,43 @@ static __always_inline void timer_fired(u64 *next_ns, u64 now)
 }
 
 /*
- * Arm @lctx's timer for @when. If the start fails, the timer still fires
- * at its earlier deadline (at most SCAN_QUIET_NS away), and a CPU's tick
- * re-arms a timer that stopped (llc_timer_keep()).
+ * Arm the timer of LLC @llc for @when (@restart: from its callback, see
+ * timer_arm()). If the start fails, the timer still fires at its earlier
+ * deadline (at most SCAN_QUIET_NS away), and a CPU's tick re-arms a timer
+ * that stopped (llc_timer_keep()). A global function, as fq_cg_timer_arm()
+ * below: timer_arm()'s retry loop is verified once per program, not again
+ * at each of the arming points (inlined, they cost the verifier about a
+ * third of the scheduler's load time).
  */
-static bool llc_timer_arm(struct llc_ctx *lctx, u64 when)
+__noinline int fq_llc_timer_arm(u32 llc, u64 when, int restart)
 {
-	return timer_arm(&lctx->timer, &lctx->next_timer_ns, when,
-			 BPF_F_TIMER_CPU_PIN, false);
+	struct llc_ctx *lctx = try_lookup_llc_ctx(llc);
+
+	return lctx && timer_arm(&lctx->timer, &lctx->next_timer_ns, when,
+				 BPF_F_TIMER_CPU_PIN, restart);
 }
 
-/* Re-arm @lctx's timer for @when from its callback (see timer_arm()). */
-static void llc_timer_rearm(struct llc_ctx *lctx, u64 when)
+static bool llc_timer_arm(u32 llc, u64 when)
 {
-	timer_arm(&lctx->timer, &lctx->next_timer_ns, when,
-		  BPF_F_TIMER_CPU_PIN, true);
+	return fq_llc_timer_arm(llc, when, false);
+}
+
+/* Re-arm LLC @llc's timer for @when from its callback (see timer_arm()). */
+static void llc_timer_rearm(u32 llc, u64 when)
+{
+	fq_llc_timer_arm(llc, when, true);
+}
+
+/* Arm limited cgroup @id's release timer for @when (@restart as above). */
+__noinline int fq_cg_timer_arm(u64 id, u64 when, int restart)
+{
+	struct cg_state *st = bpf_map_lookup_elem(&cgroup_states, &id);
+
+	return st && timer_arm(&st->timer, &st->next_timer_ns, when, 0,
+			       restart);
 }
 
 static int cg_timerfn(void *map, u64 *key, struct cg_state *st);
-
-/* Arm limited cgroup @st's release timer for @when. */
-static bool cg_timer_arm(struct cg_state *st, u64 when)
-{
-	return timer_arm(&st->timer, &st->next_timer_ns, when, 0, false);
-}
 
 /*
  * The state of limited cgroup @id if its throttled tasks can wait on its
@@ -384,10 +417,10 @@ static bool test_fail_start(void)
  * re-arms the timer (cg_sweep(): within about a second). With the test
  * hook test_lose_cg_timers one park every 3 s takes this path.
  */
-static void cg_wait_release(struct cg_state *st, u64 release)
+static void cg_wait_release(struct cg_state *st, u64 id, u64 release)
 {
 	timer_want(&st->want_ns, release);
-	if (test_fail_start() || !cg_timer_arm(st, release))
+	if (test_fail_start() || !fq_cg_timer_arm(id, release, false))
 		stat_inc(CNT_TIMER_FAIL);
 }
 
@@ -404,7 +437,7 @@ static bool cg_park(struct task_struct *p, const struct fq_config *cfg,
 	if (!st)
 		return false;
 	scx_bpf_dsq_insert(p, cg_dsq_id(id), cfg->slice_ns, enq_flags);
-	cg_wait_release(st, release);
+	cg_wait_release(st, id, release);
 	return true;
 }
 
@@ -426,7 +459,7 @@ static bool cg_adopt(struct bpf_iter_scx_dsq *it, struct task_struct *p,
 
 	if (!st || !scx_bpf_dsq_move(it, p, cg_dsq_id(id), 0))
 		return false;
-	cg_wait_release(st, until);
+	cg_wait_release(st, id, until);
 	stat_inc(CNT_CG_ADOPT);
 	return true;
 }
@@ -460,7 +493,7 @@ static void park(struct task_struct *p, struct task_ctx *tctx,
 	/* A failed start (see cg_wait_release()) is left to llc_sweep(). */
 	if (lctx) {
 		timer_want(&lctx->want_ns, release);
-		if (!llc_timer_arm(lctx, release))
+		if (!llc_timer_arm(tctx->llc, release))
 			stat_inc(CNT_TIMER_FAIL);
 	}
 }
@@ -671,7 +704,7 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 	if (!next)
 		next = READ_ONCE(st->next_timer_ns);
 	if (next && !test_lose(test_lose_cg_timers, &cg_test_lose_at_ns, now, 3))
-		timer_arm(&st->timer, &st->next_timer_ns, next, 0, true);
+		fq_cg_timer_arm(id, next, true);
 	return 0;
 }
 
@@ -703,7 +736,7 @@ static long cg_sweep_one(struct bpf_map *map, u64 *key, struct cg_state *st,
 	queued = scx_bpf_dsq_nr_queued(cg_dsq_id(*key));
 	if (queued < 0 || (!queued && state != CG_TIMER_DYING))
 		return 0;
-	if (cg_timer_arm(st, *now))
+	if (fq_cg_timer_arm(*key, *now, false))
 		stat_inc(CNT_CG_RESCUE);
 	return 0;
 }

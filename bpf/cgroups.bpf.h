@@ -9,8 +9,10 @@
  * the ids of the limited cgroups on its path (innermost first, at most
  * MAX_TASK_CGROUPS), found by walking its cgroup's ancestors once per
  * cg_gen or when it moves to another cgroup. Each limited cgroup has one
- * shared bucket (bucket.h) in cgroup_states, charged under the group's
- * own bpf_spin_lock from the charge points of bandwidth.bpf.h: a task is
+ * shared bucket (bucket.h) in cgroup_states, guarded by the group's own
+ * bpf_spin_lock and charged from the charge points of bandwidth.bpf.h (the
+ * arithmetic on a copy outside the lock, committed under it unless another
+ * CPU committed first: fq_cg_charge_one()): a task is
  * throttled when its own quota or any limited cgroup on its path is used
  * up (the hierarchy of sched-bwc.rst). It is parked on the DSQ of the
  * group that throttles it longest (cg_dsq_id(), FIFO), and that group's
@@ -26,14 +28,14 @@
  * group is far from running dry: each CPU keeps the runtime it has not
  * charged yet (cg_pendings, per CPU), up to a slice of the group's quota
  * (fast_max_ns, at most CG_SLICE_MAX_NS as CFS's bandwidth slice), and
- * charges it under the group's lock when the slice is full, at the
+ * charges it to the group's bucket when the slice is full, at the
  * period's end, when the CPU runs another group's task or goes idle, or
  * once the group's tokens come within a slice per possible CPU of empty
  * (whatever the CPUs hold uncharged, the group never runs
  * dry unseen, so throttling is as exact as charging at once). A group
  * large enough to run on many CPUs at once has a quota large enough to
  * charge lock-free most of each period; a small one takes the lock per
- * charge, as before, but runs on few CPUs. Sizing a turn reads the tokens
+ * charge (twice: copy, commit), as before, but runs on few CPUs. Sizing a turn reads the tokens
  * without the lock (a refill only at a period's end), and the throttle
  * check reads throttled_until_ns without it.
  * Releasing a group costs O(tasks released): its timer looks at the head
@@ -133,6 +135,7 @@ struct cg_state {
 	u64 dying_ns;		/* CG_TIMER_DYING: when its cgroup exited */
 	u64 want_ns;		/* earliest release of a task being parked
 				 * (timer_want()) */
+	u64 charge_seq;		/* bumped by each commit of u.bw (under lock) */
 };
 
 /*
@@ -324,42 +327,25 @@ __noinline int fq_cg_limit(u64 id, u64 max_stall_ns, struct bw_limit *out,
 }
 
 /*
- * Charge the runtime [@now - @delta, @now) to limited cgroup @id, under its
- * lock, by its limit as smooth mode (@max_stall_ns) enforces it (@delta 0:
- * only bring the bucket up to @now's period). A group whose bucket runs dry
- * is throttled until its release time. @turn_end: the charge ends a turn
- * whose task is still runnable (bw_turn_end()). Return 1 if this charge
- * ran it dry.
- * A global function: the verifier checks it once, not once per charge
- * point and path.
+ * Commit bucket @b, charged with @delta at @now (@dry: the charge ran it
+ * dry), as cgroup @st's, under its lock: its lock-free charging bounds
+ * (cg_defer()), its usage and its throttle. @turn_end as below.
  */
-__noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta,
-			    int turn_end)
+static void cg_commit(struct cg_state *st, const struct bw_bucket *b,
+		      const struct bw_limit *l, u64 slice, u64 now, u64 delta,
+		      int turn_end, int dry)
 {
-	struct cg_state *st;
-	struct bw_limit l;
-	u64 until, slice = 0;
-	int dry;
+	u64 until;
 
-	st = bpf_map_lookup_elem(&cgroup_states, &id);
-	if (!st)
-		return 0;
-	/* A refill within the bucket's period has nothing to do. */
-	if (!delta && now < READ_ONCE(st->fast_until_ns))
-		return 0;
-	if (!fq_cg_limit(id, max_stall_ns, &l, &slice))
-		return 0;
-	if (delta)
-		stat_inc(CNT_CG_LOCKED);
-	bpf_spin_lock(&st->lock);
-	dry = bw_charge_span(&st->u.bw, now - delta, now, &l);
-	st->fast_until_ns = st->u.bw.period_start_ns + l.period_ns;
+	st->u.bw = *b;
+	st->charge_seq++;
+	st->fast_until_ns = st->u.bw.period_start_ns + l->period_ns;
 	st->fast_max_ns = slice;
 	if (turn_end)
 		bw_turn_end(&st->u.bw, delta);
 	st->u.usage_ns += delta;
 	if (bw_throttled(&st->u.bw)) {
-		until = bw_release_at(&st->u.bw, &l);
+		until = bw_release_at(&st->u.bw, l);
 		if (dry) {
 			st->u.bw.throttled_ns += until - now;
 			st->rel_inflight = 0;
@@ -368,8 +354,176 @@ __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta,
 	} else {
 		st->u.throttled_until_ns = 0;
 	}
+}
+
+/* In bandwidth.bpf.h: a bucket charged outside any lock. */
+int fq_bw_charge_span(struct bw_bucket *b, u64 start, u64 end,
+		      const struct bw_limit *l);
+
+/*
+ * Per CPU: the bucket of the cgroup being charged, copied out of the
+ * group's lock (cg_charge_try()), and its limit; in a map, not on the
+ * stack, whose 512 bytes the charge's call chain from ops.tick() would
+ * pass (ops.tick(), fq_charge(), fq_cg_charge_one(), fq_bw_charge_span():
+ * 160 + 96 + 96 + 128 bytes as the verifier counts them). One slot per
+ * level of nesting (cg_scratch_depth): a charge may interrupt another on
+ * the same CPU (a tick during a release timer's refill, which runs with
+ * interrupts on), and takes the next slot.
+ */
+#define CG_SCRATCH_SLOTS 3
+
+struct cg_scratch {
+	struct bw_bucket b;
+	struct bw_limit l;	/* the group's limit as smooth mode enforces it */
+	u64 slice;		/* runtime a CPU may hold uncharged under it */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CG_SCRATCH_SLOTS);
+	__type(key, u32);
+	__type(value, struct cg_scratch);
+} cg_scratches SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} cg_scratch_depth SEC(".maps");
+
+/*
+ * One optimistic charge of cgroup @st: copy its bucket into @b under the
+ * lock, charge the copy with the lock dropped (fq_bw_charge_span(), the
+ * global function a task's own bucket is charged with), and commit it if
+ * no other CPU committed meanwhile (charge_seq). Return 1 if the charge
+ * ran the bucket dry, 0 if not, -1 if another charge came first.
+ */
+static __always_inline int cg_charge_try(struct cg_state *st, struct bw_bucket *b,
+			 const struct bw_limit *l, u64 slice, u64 now,
+			 u64 delta, int turn_end)
+{
+	u64 seq;
+	int dry;
+
+	bpf_spin_lock(&st->lock);
+	*b = st->u.bw;
+	seq = st->charge_seq;
 	bpf_spin_unlock(&st->lock);
-	return dry ? 1 : 0;
+	dry = fq_bw_charge_span(b, now - delta, now, l) ? 1 : 0;
+	bpf_spin_lock(&st->lock);
+	if (st->charge_seq != seq) {
+		bpf_spin_unlock(&st->lock);
+		return -1;
+	}
+	cg_commit(st, b, l, slice, now, delta, turn_end, dry);
+	bpf_spin_unlock(&st->lock);
+	return dry;
+}
+
+/*
+ * Under @st's lock: charge @delta at @now to the tokens alone (no refill,
+ * the next charge brings the periods up to date), with the throttle a
+ * charge that runs the bucket dry sets (cg_commit()). Return 1 if it ran
+ * it dry.
+ */
+static __always_inline int cg_charge_tokens(struct cg_state *st,
+					    const struct bw_limit *l,
+					    u64 now, u64 delta)
+{
+	int was_ok = st->u.bw.tokens_ns > 0;
+	u64 until;
+
+	st->u.bw.tokens_ns -= (s64)delta;
+	st->charge_seq++;
+	st->u.usage_ns += delta;
+	if (!bw_throttled(&st->u.bw))
+		return 0;
+	until = bw_release_at(&st->u.bw, l);
+	if (was_ok) {
+		st->u.bw.throttled_ns += until - now;
+		st->rel_inflight = 0;
+	}
+	if (until > st->u.throttled_until_ns)
+		st->u.throttled_until_ns = until;
+	return was_ok;
+}
+
+/*
+ * Charge the runtime [@now - @delta, @now) to limited cgroup @id by its
+ * limit as smooth mode (@max_stall_ns) enforces it (@delta 0: only bring
+ * the bucket up to @now's period). A group whose bucket runs dry is
+ * throttled until its release time. @turn_end: the charge ends a turn
+ * whose task is still runnable (bw_turn_end()). Return 1 if this charge
+ * ran it dry.
+ *
+ * A global function: the verifier checks it once per program, not once
+ * per charge point and path. The bucket's arithmetic (bucket.h) is not
+ * done under the group's lock, where the verifier allows no call of a
+ * global function and so checked it inline again, in each of six
+ * programs (half of all the instructions it processed, 4 s of TCG at
+ * every load). It is done on a copy, by the global function that
+ * charges a task's own bucket, and committed if no other CPU committed
+ * first (cg_charge_try()). After CG_CHARGE_TRIES lost races (many CPUs
+ * charging one group at once) the runtime is charged to the tokens alone
+ * under the lock, with the throttle it causes (cg_charge_tokens()): no
+ * nanosecond goes unpaid, and the next charge brings the bucket's periods
+ * up to date.
+ */
+#define CG_CHARGE_TRIES 8
+
+__noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta,
+			    int turn_end)
+{
+	struct bw_limit *lim = cg_limit_of(id);
+	struct cg_scratch *scr;
+	struct cg_state *st;
+	u32 zero = 0, d, *depth;
+	int i, dry = -1;
+
+	st = bpf_map_lookup_elem(&cgroup_states, &id);
+	if (!st || !lim || !lim->quota_ns || !lim->period_ns)
+		return 0;
+	/* A refill within the bucket's period has nothing to do. */
+	if (!delta && now < READ_ONCE(st->fast_until_ns))
+		return 0;
+	depth = bpf_map_lookup_elem(&cg_scratch_depth, &zero);
+	if (!depth)
+		return 0;
+	d = READ_ONCE(*depth);
+	scr = d < CG_SCRATCH_SLOTS ? bpf_map_lookup_elem(&cg_scratches, &d) :
+				     NULL;
+	if (!scr) {
+		/* Deeper nesting (not known to happen): the tokens alone. */
+		stat_inc(CNT_CG_CONTENDED);
+		bpf_spin_lock(&st->lock);
+		dry = cg_charge_tokens(st, lim, now, delta);
+		bpf_spin_unlock(&st->lock);
+		return dry;
+	}
+	WRITE_ONCE(*depth, d + 1);
+	barrier();
+	if (!fq_cg_limit(id, max_stall_ns, &scr->l, &scr->slice)) {
+		dry = 0;	/* its limit went meanwhile */
+		goto out;
+	}
+	if (delta)
+		stat_inc(CNT_CG_LOCKED);
+	for (i = 0; i < CG_CHARGE_TRIES; i++) {
+		dry = cg_charge_try(st, &scr->b, &scr->l, scr->slice, now, delta,
+				    turn_end);
+		if (dry >= 0)
+			goto out;
+	}
+	/* Lost every race (many CPUs charging the group at once). */
+	stat_inc(CNT_CG_CONTENDED);
+	bpf_spin_lock(&st->lock);
+	dry = cg_charge_tokens(st, &scr->l, now, delta);
+	bpf_spin_unlock(&st->lock);
+out:
+	barrier();
+	WRITE_ONCE(*depth, d);
+	return dry;
 }
 
 /*
@@ -411,22 +565,23 @@ static bool cg_pending_other(const struct cg_pending *pd,
 }
 
 /*
- * Charge what this CPU holds uncharged, to the period its runs fell in.
- * Return 1 if a group ran dry. A global function, called from several ops.
+ * Charge what this CPU holds uncharged (@pd), to the period its runs fell
+ * in. Return 1 if a group ran dry. Inlined: as a global function it put
+ * one more frame on the charge's call chain, whose stack passed 512 bytes
+ * once the bucket copy (cg_scratches) moved out of the group's lock.
  */
-__noinline int fq_cg_flush(u64 max_stall_ns)
+static __always_inline int cg_flush(struct cg_pending *pd, u64 max_stall_ns)
 {
-	struct cg_pending *pd = cg_pending_local();
 	u64 ns, end, id;
 	int dry = 0;
 	u32 i;
 
-	if (!pd || !pd->ns)
+	if (!pd->ns)
 		return 0;
 	ns = pd->ns;
 	end = pd->end_ns;
 	pd->ns = 0;
-	bpf_for(i, 0, MAX_TASK_CGROUPS) {
+	for (i = 0; i < MAX_TASK_CGROUPS; i++) {
 		if (i >= pd->nr)
 			break;
 		id = pd->ids[i & (MAX_TASK_CGROUPS - 1)];
@@ -497,7 +652,7 @@ static void cg_pending_switch(const struct task_ctx *tctx,
 	struct cg_pending *pd = cg_pending_local();
 
 	if (pd && cg_pending_other(pd, tctx))
-		fq_cg_flush(cfg->max_stall_ns);
+		cg_flush(pd, cfg->max_stall_ns);
 }
 
 /* This CPU goes idle: what it held uncharged is charged now. */
@@ -509,7 +664,7 @@ static void cg_pending_idle(void)
 	if (!pd || !pd->ns)
 		return;
 	read_config(&cfg);
-	fq_cg_flush(cfg.max_stall_ns);
+	cg_flush(pd, cfg.max_stall_ns);
 }
 
 /*
@@ -518,7 +673,7 @@ static void cg_pending_idle(void)
  * so that cg_scan() reads this period's tokens; @turn_end as
  * fq_cg_charge_one()). Return true if one ran dry.
  */
-static bool cg_charge(const struct task_ctx *tctx, const struct fq_config *cfg,
+static __always_inline bool cg_charge(const struct task_ctx *tctx, const struct fq_config *cfg,
 		      u64 now, u64 delta, bool turn_end)
 {
 	struct cg_pending *pd = delta ? cg_pending_local() : NULL;
@@ -535,11 +690,11 @@ static bool cg_charge(const struct task_ctx *tctx, const struct fq_config *cfg,
 			pd->ns = 0;
 			break;
 		default:
-			if (fq_cg_flush(cfg->max_stall_ns))
+			if (cg_flush(pd, cfg->max_stall_ns))
 				dry_any = true;
 		}
 	}
-	bpf_for(i, 0, MAX_TASK_CGROUPS) {
+	for (i = 0; i < MAX_TASK_CGROUPS; i++) {
 		if (i >= tctx->nr_cg)
 			break;
 		if (fq_cg_charge_one(tctx->cg_ids[i & (MAX_TASK_CGROUPS - 1)],

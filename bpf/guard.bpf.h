@@ -290,22 +290,30 @@ static bool llc_quiet(u32 llc)
  * per-LLC words on most ticks; the queue lengths only while the timer is
  * slow.
  */
-static void llc_timer_keep(u32 llc, const struct fq_config *cfg, u64 now)
+__noinline int fq_llc_timer_keep(u32 llc, const struct fq_config *cfg,
+				 u64 now)
 {
 	struct llc_ctx *lctx = try_lookup_llc_ctx(llc);
-	u64 next, when = now + scan_interval(cfg);
+	u64 next, when;
 
-	if (!lctx)
-		return;
+	if (!lctx || !cfg)
+		return 0;
+	when = now + scan_interval(cfg);
 	next = READ_ONCE(lctx->next_timer_ns);
 	if (!READ_ONCE(lctx->timer_home) && next > now &&
 	    !__sync_val_compare_and_swap(&lctx->timer_home, 0, 1)) {
 		/* Same deadline, pinned to this CPU (one tick does it). */
-		llc_timer_rearm(lctx, next);
-		return;
+		llc_timer_rearm(llc, next);
+		return 0;
 	}
 	if (!next || (next > when && llc_has_waiters(llc)))
-		llc_timer_arm(lctx, when);
+		llc_timer_arm(llc, when);
+	return 0;
+}
+
+static void llc_timer_keep(u32 llc, const struct fq_config *cfg, u64 now)
+{
+	fq_llc_timer_keep(llc, cfg, now);
 }
 
 static u64 llc_sweep_at_ns;
@@ -326,14 +334,14 @@ static u64 llc_sweep_at_ns;
  * thread wakes every second). O(LLCs) every LLC_SWEEP_NS; a read of one
  * global word on the other calls (ops.running(), ops.tick()).
  */
-static void llc_sweep(u64 now)
+__noinline int fq_llc_sweep(u64 now)
 {
 	struct llc_ctx *lctx;
 	u64 due;
 	u32 i;
 
 	if (!once_per(&llc_sweep_at_ns, now, LLC_SWEEP_NS))
-		return;
+		return 0;
 	bpf_for(i, 0, nr_llcs) {
 		lctx = try_lookup_llc_ctx(i);
 		if (!lctx)
@@ -344,9 +352,15 @@ static void llc_sweep(u64 now)
 		    (scx_bpf_dsq_nr_queued(dsq_id(DSQ_THROTTLED, i)) <= 0 &&
 		     !llc_has_waiters(i)))
 			continue;
-		llc_timer_arm(lctx, now);
+		llc_timer_arm(i, now);
 		stat_inc(CNT_LLC_RESCUE);
 	}
+	return 0;
+}
+
+static void llc_sweep(u64 now)
+{
+	fq_llc_sweep(now);
 }
 
 /*

@@ -281,6 +281,7 @@ enum counter_idx {
 	CNT_KERNEL_DEFER,	/* a tick put off a cut (urgent work, RR budget): in the kernel */
 	CNT_WAKE_LOCAL,		/* of CNT_WAKE_PREEMPT: straight to the CPU's local queue */
 	CNT_KERNEL_HEAD,	/* a FIFO task cut in the kernel went first, behind FIFO work */
+	CNT_CG_CONTENDED,	/* cgroup charges that lost CG_CHARGE_TRIES races: tokens only */
 	NR_COUNTERS,
 };
 

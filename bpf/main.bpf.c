@@ -350,7 +350,7 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 		next = rel;
 	if (want && want < next)
 		next = want;
-	llc_timer_rearm(lctx, next);
+	llc_timer_rearm(llc, next);
 	return 0;
 }
 
@@ -556,26 +556,21 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 	if (rr_budget_pick(cpu, llc))
 		return;
 
-	/* A running FIFO task keeps its CPU unless it yielded. */
-	if (keep && pctx->class == CLASS_FIFO && !pctx->to_tail) {
-		keep_running(prev, pctx, &cfg, cpu, now);
-		return;
+	/*
+	 * A running FIFO task keeps its CPU unless it yielded; an RR task
+	 * whose turn it still is (earliest deadline) goes on; else queued
+	 * work comes first, and @prev goes on only if nothing else can run
+	 * here. One call of keep_running(), not three: each inlined copy
+	 * was verified again.
+	 */
+	if (!(keep && pctx->class == CLASS_FIFO && !pctx->to_tail)) {
+		if (consume(DSQ_FIFO, llc) || consume_remote(DSQ_FIFO, llc))
+			return;
+		if (!(keep && pctx->class == CLASS_RR && !pctx->to_tail &&
+		      rr_keep_prev(pctx, cpu, llc, now, cfg.slice_ns)) &&
+		    (consume(DSQ_RR, llc) || steal(llc)))
+			return;
 	}
-
-	if (consume(DSQ_FIFO, llc) || consume_remote(DSQ_FIFO, llc))
-		return;
-
-	/* An RR task whose turn it still is (earliest deadline) goes on. */
-	if (keep && pctx->class == CLASS_RR && !pctx->to_tail &&
-	    rr_keep_prev(pctx, cpu, llc, now, cfg.slice_ns)) {
-		keep_running(prev, pctx, &cfg, cpu, now);
-		return;
-	}
-
-	if (consume(DSQ_RR, llc) || steal(llc))
-		return;
-
-	/* Nothing else can run here: @prev goes on if it may. */
 	if (keep)
 		keep_running(prev, pctx, &cfg, cpu, now);
 }
@@ -965,7 +960,8 @@ void BPF_STRUCT_OPS(fairquota_cgroup_exit, struct cgroup *cgrp)
 	if (st && __sync_val_compare_and_swap(&st->timer_state, CG_TIMER_READY,
 					      CG_TIMER_DYING) ==
 			  CG_TIMER_READY) {
-		if (test_lose_cg_timers || !cg_timer_arm(st, st->dying_ns))
+		if (test_lose_cg_timers ||
+		    !fq_cg_timer_arm(id, st->dying_ns, false))
 			stat_inc(CNT_TIMER_FAIL);
 		return;
 	}

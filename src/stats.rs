@@ -277,6 +277,8 @@ pub struct Metrics {
     pub wake_local: u64,
     #[stat(desc = "FIFO tasks a tick cut in the kernel that went first, behind queued work")]
     pub kernel_head: u64,
+    #[stat(desc = "cgroup charges that lost 8 races to other CPUs' and went to the tokens alone")]
+    pub cg_contended: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -356,6 +358,7 @@ impl Metrics {
             ("kernel_defer", &mut self.kernel_defer),
             ("wake_local", &mut self.wake_local),
             ("kernel_head", &mut self.kernel_head),
+            ("cg_contended", &mut self.cg_contended),
         ]
     }
 

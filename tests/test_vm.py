@@ -194,10 +194,13 @@ def test_attach_and_detach(binary, tmp_path):
         # --verifier-stats: one line per program and the total. The total
         # is the verifier's own measure of the load's cost: 1,063,151
         # before the timer's walks and a cgroup's limit were global
-        # functions (38-44 s under TCG), 486,889 since (15 s).
+        # functions (38-44 s under TCG), 486,889 since (15-20 s), about
+        # 193,000 since a cgroup's bucket is charged outside its lock and
+        # the task refresh, the charge and the timer arming are global
+        # functions too (8-10 s, 2026-12-03).
         ("--verifier-stats: programs, the ops among them", (vs[0], len(want_ops & vs[2])),
          f"(>= {len(want_ops)}, {len(want_ops)})", vs[0] >= len(want_ops) and want_ops <= vs[2]),
-        ("--verifier-stats: instructions processed", vs[1], "< 700000 (1063151 before)", 0 < vs[1] < 700000),
+        ("--verifier-stats: instructions processed", vs[1], "< 260000 (499941 before)", 0 < vs[1] < 260000),
     ])
     print(r["verifier_reject"]["stderr"])
     print(r["sysrq_stderr"])
