@@ -1054,8 +1054,8 @@ def test_cgroup_limits_exact(binary, tmp_path):
 def test_cgroup_fifo_task(binary, tmp_path):
     """A FIFO task in a limited cgroup: its turn is cut to the group's
     tokens and ended by the slice timer, not at the next 4 ms tick, and the
-    group gets exactly its quota (the median of three 6 s windows, as the
-    other exactness targets: one 10 s window read 9.9% under a CI host's
+    group gets exactly its quota (the median of three 10 s windows, as the
+    other exactness targets: one window read 9.9% under a CI host's
     steal). (Its run lengths are printed, not asserted: TCG fires the
     guest's timers 0.3-6 ms late, so the median run is 0.9-1.3 ms and the
     90th percentile 4 ms either way.)"""
