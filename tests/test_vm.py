@@ -733,6 +733,27 @@ def sampled_to_the_end(m):
     return len(s) >= 5 and s[-1][0] >= min(m["stress_s"], 45.0) - 3.0
 
 
+def stress_ng_ok(m):
+    """stress-ng succeeded: exit 0, or exit 2 whose only failures are one
+    torn bogo-ops counter of its own (its count and the copy it checks it
+    against one apart, and the hash over them): an instance killed between
+    the two updates at the end of its run, which stress-ng's metrics-check
+    reports as a failed stressor. The policy churn run hit it once in CI
+    (resched, 3102 vs 3101) with every state sample `enabled`. Any other
+    failure line still fails."""
+    if m["stress_rc"] == 0:
+        return True
+    if m["stress_rc"] != 2:
+        return False
+    fails = [ln for ln in m["stress_out"].splitlines() if ln.startswith("stress-ng: fail:")]
+    torn = re.compile(r"instance \d+ corrupted bogo-ops counter, (\d+) vs (\d+)$")
+    counters = [torn.search(ln) for ln in fails]
+    pairs = [(int(c.group(1)), int(c.group(2))) for c in counters if c]
+    return bool(pairs) and all(abs(a - b) <= 1 for a, b in pairs) and all(
+        torn.search(ln) or "hash error in bogo-ops counter and run flag" in ln
+        or "metrics-check: stressor metrics corrupted" in ln for ln in fails)
+
+
 def test_stress_ng_smoke(binary, tmp_path):
     r = run_scenario("stress_smoke", tmp_path)
     checks = []
@@ -740,7 +761,8 @@ def test_stress_ng_smoke(binary, tmp_path):
         s = m["samples"]
         checks += [
             (f"{label}: attached", m["attached"], "True", m["attached"]),
-            (f"{label}: stress-ng exit status", m["stress_rc"], "0", m["stress_rc"] == 0),
+            (f"{label}: stress-ng exit status", m["stress_rc"], "0 (or 2 for a torn counter alone)",
+             stress_ng_ok(m)),
             (f"{label}: state while stress-ng ran (31 s, from the attach)",
              f"{sorted({st for _, st in s})}, {len(s)} samples to {s[-1][0] if s else 0:.1f} s"
              f" (attached after {m['attach_s']:.1f} s)", "['enabled'], to 3 s before its end",
