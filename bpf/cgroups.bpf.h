@@ -475,14 +475,15 @@ static __always_inline int cg_charge_tokens(struct cg_state *st,
 __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta,
 			    int turn_end)
 {
-	struct bw_limit *lim = cg_limit_of(id);
 	struct cg_scratch *scr;
 	struct cg_state *st;
+	struct bw_limit l;
 	u32 zero = 0, d, *depth;
+	u64 slice;
 	int i, dry = -1;
 
 	st = bpf_map_lookup_elem(&cgroup_states, &id);
-	if (!st || !lim || !lim->quota_ns || !lim->period_ns)
+	if (!st)
 		return 0;
 	/* A refill within the bucket's period has nothing to do. */
 	if (!delta && now < READ_ONCE(st->fast_until_ns))
@@ -495,9 +496,11 @@ __noinline int fq_cg_charge_one(u64 id, u64 max_stall_ns, u64 now, u64 delta,
 				     NULL;
 	if (!scr) {
 		/* Deeper nesting (not known to happen): the tokens alone. */
+		if (!fq_cg_limit(id, max_stall_ns, &l, &slice))
+			return 0;
 		stat_inc(CNT_CG_CONTENDED);
 		bpf_spin_lock(&st->lock);
-		dry = cg_charge_tokens(st, lim, now, delta);
+		dry = cg_charge_tokens(st, &l, now, delta);
 		bpf_spin_unlock(&st->lock);
 		return dry;
 	}
