@@ -29,7 +29,8 @@ static void task_limit(const struct fq_config *cfg, struct bw_limit *out)
 
 /*
  * A task's own bucket (bucket.h) brought up to @now's period, or charged
- * the runtime [@start, @end): global functions, so the verifier checks the
+ * the runtime [@start, @end), and smooth mode's debt spread after a
+ * refill (bw_spread_debt()): global functions, so the verifier checks the
  * bucket arithmetic once, not again at every charge point (inlined, the
  * carry's few branches tripled the scheduler's load time). Return whether
  * the bucket is throttled, or ran dry.
@@ -41,6 +42,14 @@ __noinline int fq_bw_refill(struct bw_bucket *b, u64 now,
 		return 0;
 	bw_refill(b, now, l);
 	return bw_throttled(b);
+}
+
+__noinline int fq_bw_spread_debt(struct bw_bucket *b, const struct bw_limit *l)
+{
+	if (!b || !l)
+		return 0;
+	bw_spread_debt(b, l);
+	return 0;
 }
 
 __noinline int fq_bw_charge_span(struct bw_bucket *b, u64 start, u64 end,

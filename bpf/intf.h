@@ -311,6 +311,8 @@ struct bw_bucket {
 	u64 owed;		/* periods since it was throttled + 1 (0: not) */
 	u64 stat_end_ns;	/* end of the period nr_periods counts now */
 	u64 stat_throttled;	/* nr_throttled counted that period already */
+	u64 debt_ns;		/* smooth mode: debt put off to later
+				 * sub-periods (bw_spread_debt()) */
 };
 
 /*

@@ -506,6 +506,7 @@ mod tests {
                 owed: 0,
                 stat_end_ns: 0,
                 stat_throttled: 0,
+                debt_ns: 0,
             },
             usage_ns: 2_000_000_000,
             throttled_until_ns: 0,

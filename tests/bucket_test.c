@@ -563,6 +563,85 @@ static void smooth_saves_up_to_a_quota(void)
 	CHECK(b.nr_bursts == 1 && b.burst_ns == 20 * MS);
 }
 
+/*
+ * A busy bucket whose turns are seen to end late: by up to 1 ms, and in
+ * @pct of turns by up to @max_late (a late timer or vCPU). Return its
+ * long-run share over 10 s and the longest wait between its turns.
+ */
+static double simulate_late_ends(const struct bw_limit *l, int pct,
+				 u64 max_late, u64 *max_wait)
+{
+	const u64 end = 10000 * MS;
+	struct bw_bucket b = { 0 };
+	u64 now = 1, ran = 0, seed = 12345, last = 0, run;
+
+	*max_wait = 0;
+	while (now < end) {
+		bw_refill(&b, now, l);
+		if (bw_throttled(&b)) {
+			now = bw_release_at(&b, l);
+			continue;
+		}
+		if (last && now - last > *max_wait)
+			*max_wait = now - last;
+
+		run = b.tokens_ns + next_random(&seed) % MS;
+		if ((int)(next_random(&seed) % 100) < pct)
+			run += next_random(&seed) % max_late;
+		bw_charge_span(&b, now, now + run, l);
+		ran += run;
+		now += run;
+		last = now;
+	}
+	return (double)ran / (double)end;
+}
+
+/*
+ * Smooth mode spreads an overrun's debt over later sub-periods: a turn
+ * seen to end up to 5 ms late (2.5 sub-quotas at 200 ms/1 s in 10 ms
+ * sub-periods) no longer costs whole sub-periods, so the longest wait
+ * stays near one sub-period; nothing is forgiven, the share is exact.
+ */
+static void smooth_spreads_debt(void)
+{
+	struct bw_bucket b = { 0 };
+	struct bw_limit l;
+	u64 wait, whole_wait;
+	double share;
+
+	bw_smooth(L(200 * MS, 1000 * MS), 10 * MS, &l);
+	CHECK(l.quota_ns == 2 * MS && l.period_ns == 10 * MS);
+	/* 5 ms overrun: the next sub-period still grants 1 ms */
+	bw_refill(&b, 1, &l);
+	bw_charge(&b, b.tokens_ns + 5 * MS, &l);
+	CHECK(bw_release_at(&b, &l) == 1 + 10 * MS);
+	bw_refill(&b, 1 + 10 * MS, &l);
+	CHECK(b.tokens_ns == 1 * (s64)MS && b.debt_ns == 4 * MS);
+	/* paid from a later refill, which keeps half a sub-quota */
+	bw_charge(&b, 1 * MS, &l);
+	bw_refill(&b, 1 + 20 * MS, &l);
+	CHECK(b.tokens_ns == 1 * (s64)MS && b.debt_ns == 3 * MS);
+	bw_refill(&b, 1 + 60 * MS, &l);	/* 8 ms saved, 3 paid */
+	CHECK(b.tokens_ns == 6 * (s64)MS && b.debt_ns == 0);
+	/* past 8 sub-quotas put off, the debt waits */
+	memset(&b, 0, sizeof(b));
+	bw_refill(&b, 1, &l);
+	bw_charge(&b, b.tokens_ns + 20 * MS, &l);
+	CHECK(bw_release_at(&b, &l) == 1 + 30 * MS);
+
+	share = simulate_late_ends(&l, 10, 5 * MS, &wait);
+	/* less the 100 ms (half a quota) a new bucket starts with */
+	check_share(share - 100.0 / 10000, 0.20);
+	CHECK(wait <= 10 * MS);
+	/* whole periods: the same overruns cost whole sub-periods */
+	l.stat_period_ns = 0;
+	simulate_late_ends(&l, 10, 5 * MS, &whole_wait);
+	CHECK(whole_wait > 20 * MS);
+	bw_smooth(L(20 * MS, 100 * MS), 5 * MS, &l);
+	share = simulate_late_ends(&l, 10, 5 * MS, &wait);
+	check_share(share - 10.0 / 10000, 0.20);
+}
+
 /* Per-CPU slices: never so large that the CPUs together hide a dry bucket. */
 static void cpu_slices_stay_within_the_quota(void)
 {
@@ -661,6 +740,7 @@ int main(void)
 	burst_drawn_late_is_counted_whole();
 	smooth_divides_long_periods();
 	smooth_saves_up_to_a_quota();
+	smooth_spreads_debt();
 	cpu_slices_stay_within_the_quota();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
