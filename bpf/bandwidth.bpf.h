@@ -91,16 +91,10 @@ __noinline int fq_refresh_task(struct task_struct *p __arg_trusted,
 	return own || (tctx->nr_cg && cg_scan(tctx, now, NULL));
 }
 
-static bool refresh_task(const struct task_struct *p, struct task_ctx *tctx,
-			 const struct fq_config *cfg, u64 now)
-{
-	return fq_refresh_task((struct task_struct *)p, tctx, cfg, now);
-}
-
 /*
  * Charge @delta of runtime that ended at @now to @tctx's own bucket. Not
  * inlined: its limit stays off the stack of the cgroup charge below
- * charge(), whose calls come within a few bytes of the verifier's 512.
+ * fq_charge(), whose calls come within a few bytes of the verifier's 512.
  */
 static __noinline void charge_own(struct task_ctx *tctx,
 				  const struct fq_config *cfg, u64 now,
@@ -147,12 +141,6 @@ __noinline u64 fq_charge(struct task_struct *p __arg_trusted,
 	return delta;
 }
 
-static u64 charge(const struct task_struct *p, struct task_ctx *tctx,
-		  const struct fq_config *cfg, u64 now, bool turn_end)
-{
-	return fq_charge((struct task_struct *)p, tctx, cfg, now, turn_end);
-}
-
 /*
  * Charge @p, running on this CPU, from ops.dispatch(), where the kernel
  * has not brought p->se.sum_exec_runtime up to date since the last tick or
@@ -166,10 +154,10 @@ static u64 charge(const struct task_struct *p, struct task_ctx *tctx,
  * fired as if it had used nothing, and ran on to the next tick: 2-4 ms and
  * then 10-20 ms of debt (nginx at 2 ms/10 ms, smooth).
  */
-static void charge_lagging(const struct task_struct *p, struct task_ctx *tctx,
+static void charge_lagging(struct task_struct *p, struct task_ctx *tctx,
 			   const struct fq_config *cfg, u64 now)
 {
-	u64 at = tctx->exec_at_ns, shown = charge(p, tctx, cfg, now, true);
+	u64 at = tctx->exec_at_ns, shown = fq_charge(p, tctx, cfg, now, true);
 
 	/* The clock has shown the runtime up to about at + shown. */
 	if (at && at + shown < now) {
@@ -325,7 +313,7 @@ static __always_inline void timer_fired(u64 *next_ns, u64 now)
  * Arm the timer of LLC @llc for @when (@restart: from its callback, see
  * timer_arm()). If the start fails, the timer still fires at its earlier
  * deadline (at most SCAN_QUIET_NS away), and a CPU's tick re-arms a timer
- * that stopped (llc_timer_keep()). A global function, as fq_cg_timer_arm()
+ * that stopped (fq_llc_timer_keep()). A global function, as fq_cg_timer_arm()
  * below: timer_arm()'s retry loop is verified once per program, not again
  * at each of the arming points (inlined, they cost the verifier about a
  * third of the scheduler's load time).
@@ -499,7 +487,7 @@ static void park(struct task_struct *p, struct task_ctx *tctx,
 		return;
 	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_THROTTLED, tctx->llc),
 				 cfg->slice_ns, release, enq_flags);
-	/* A failed start (see cg_wait_release()) is left to llc_sweep(). */
+	/* A failed start (see cg_wait_release()) is left to fq_llc_sweep(). */
 	if (lctx) {
 		timer_want(&lctx->want_ns, release);
 		if (!llc_timer_arm(tctx->llc, release))

@@ -9,7 +9,7 @@
  * While its LLC has nothing queued or parked (llc_quiet()), the timer runs
  * once a second instead of every scan_interval(), so that an idle LLC is
  * not woken 50 times a second; the next tick of a CPU of the LLC that sees
- * a task queued brings it back to its fast rate (llc_timer_keep()). A task
+ * a task queued brings it back to its fast rate (fq_llc_timer_keep()). A task
  * queued on a quiet LLC either finds an idle CPU there (which is kicked and
  * runs it) or waits behind busy CPUs, whose ticks see it.
  *
@@ -311,11 +311,6 @@ __noinline int fq_llc_timer_keep(u32 llc, const struct fq_config *cfg,
 	return 0;
 }
 
-static void llc_timer_keep(u32 llc, const struct fq_config *cfg, u64 now)
-{
-	fq_llc_timer_keep(llc, cfg, now);
-}
-
 static u64 llc_sweep_at_ns;
 
 /*
@@ -324,7 +319,7 @@ static u64 llc_sweep_at_ns;
  * or waiting but whose timer is overdue by SWEEP_LATE_NS: its deadline
  * (or, with none, its last run plus SCAN_QUIET_NS) is that far past. A
  * timer can be lost (a start that fails, even from its own callback), and
- * llc_timer_keep() rescues it only from a tick of the LLC's own CPUs:
+ * fq_llc_timer_keep() rescues it only from a tick of the LLC's own CPUs:
  * with every CPU of an LLC idle because its tasks are all parked (tasks
  * pinned one per CPU under a quota) nothing did, and they waited until
  * the kernel's watchdog ejected the scheduler (42 s, 8 vCPUs, stable
@@ -356,11 +351,6 @@ __noinline int fq_llc_sweep(u64 now)
 		stat_inc(CNT_LLC_RESCUE);
 	}
 	return 0;
-}
-
-static void llc_sweep(u64 now)
-{
-	fq_llc_sweep(now);
 }
 
 /*

@@ -116,10 +116,10 @@ enum consts {
 	CG_SWEEP_NS		= 1000ULL * 1000 * 1000,
 	/*
 	 * A timer deadline this far past with tasks still waiting on it was
-	 * lost (cg_sweep(), llc_sweep()).
+	 * lost (cg_sweep(), fq_llc_sweep()).
 	 */
 	SWEEP_LATE_NS		= 50ULL * 1000 * 1000,
-	/* The LLC timers are checked this often (llc_sweep()). */
+	/* The LLC timers are checked this often (fq_llc_sweep()). */
 	LLC_SWEEP_NS		= 100ULL * 1000 * 1000,
 	/*
 	 * How long a cgroup that left the cpu controller keeps its DSQ after

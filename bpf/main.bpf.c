@@ -145,7 +145,7 @@
  * before it looks at the armed deadline, so a callback that runs before
  * the task lands on the queue comes back for it. A timer that is lost
  * anyway (seen with hogs pinned one per CPU: every CPU of the LLC idle,
- * none ticking to re-arm it) is found by llc_sweep(), run every 100 ms
+ * none ticking to re-arm it) is found by fq_llc_sweep(), run every 100 ms
  * from any CPU that ticks or starts a task.
  * Cgroup limits (cgroups.bpf.h) reuse the same bucket and charge points:
  * every limited cgroup on a task's path has a shared bucket under its own
@@ -204,7 +204,7 @@
  * when the group has parked tasks, at its releases. Once a second one
  * LLC timer looks at every limited cgroup for a lost release timer
  * (cg_sweep(): O(limited cgroups) a second), and every 100 ms one CPU
- * looks at every LLC's timer (llc_sweep(): O(LLCs); the other calls
+ * looks at every LLC's timer (fq_llc_sweep(): O(LLCs); the other calls
  * read one global word). Stats:
  * one task-iterator pass per interval (stats.bpf.h).
  *
@@ -261,7 +261,7 @@ const volatile bool test_lose_cg_timers;
  * Test hook (hidden --test-lose-llc-timers): once every 2 s an LLC's
  * housekeeping timer fires but does nothing, not even re-arm, and leaves
  * a deadline SCAN_MAX_NS ahead that nothing is armed for (llc_timerfn()):
- * the state a lost timer was found in. llc_sweep() must find it.
+ * the state a lost timer was found in. fq_llc_sweep() must find it.
  */
 const volatile bool test_lose_llc_timers;
 
@@ -335,7 +335,7 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 	}
 	want = timer_wanted(&lctx->want_ns, now);
 	WRITE_ONCE(lctx->last_run_ns, now);
-	llc_sweep(now);
+	fq_llc_sweep(now);
 	WRITE_ONCE(lctx->timer_home,
 		   llc_of(bpf_get_smp_processor_id()) == llc);
 	rel = fq_release_due(llc, &cfg, now);
@@ -385,7 +385,7 @@ s32 BPF_STRUCT_OPS(fairquota_select_cpu, struct task_struct *p, s32 prev_cpu,
 	/* Idle CPU: run @p there right away unless it is out of quota. */
 	read_config(&cfg);
 	now = bpf_ktime_get_ns();
-	if (refresh_task(p, tctx, &cfg, now))
+	if (fq_refresh_task(p, tctx, &cfg, now))
 		return cpu;
 	set_task_llc(tctx, cpu, llc_of(cpu));
 	rr_wake(tctx, &cfg, cpu);
@@ -452,7 +452,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	if (!tctx->enq_at_ns)
 		tctx->enq_at_ns = now;
 	reader = in_rcu_reader(p);
-	if (refresh_task(p, tctx, &cfg, now) && !reader) {
+	if (fq_refresh_task(p, tctx, &cfg, now) && !reader) {
 		park(p, tctx, &cfg, now, enq_flags);
 		return;
 	}
@@ -549,7 +549,7 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 	if (pctx) {
 		/* Charge @prev so far before judging its quota. */
 		charge_lagging(prev, pctx, &cfg, now);
-		keep = !refresh_task(prev, pctx, &cfg, now) &&
+		keep = !fq_refresh_task(prev, pctx, &cfg, now) &&
 		       !spent_unseen(pctx);
 	}
 
@@ -589,14 +589,14 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 	struct fq_config cfg;
 
 	read_config(&cfg);
-	llc_timer_keep(llc, &cfg, now);
-	llc_sweep(now);
+	fq_llc_timer_keep(llc, &cfg, now);
+	fq_llc_sweep(now);
 	if (!tctx)
 		return;
-	charge(p, tctx, &cfg, now, false);
+	fq_charge(p, tctx, &cfg, now, false);
 
 	if ((tctx->class == CLASS_RR || tctx->nr_cg) &&
-	    refresh_task(p, tctx, &cfg, now) && !in_rcu_reader(p)) {
+	    fq_refresh_task(p, tctx, &cfg, now) && !in_rcu_reader(p)) {
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}
@@ -631,13 +631,13 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	bool throttled;
 
 	/* Every CPU that starts a task may find a lost LLC timer. */
-	llc_sweep(now);
+	fq_llc_sweep(now);
 	if (!tctx)
 		return;
 	read_config(&cfg);
 	/* Before the refresh: its groups as they were when it was released. */
 	cg_release_done(tctx);
-	throttled = refresh_task(p, tctx, &cfg, now);
+	throttled = fq_refresh_task(p, tctx, &cfg, now);
 	cg_pending_switch(tctx, &cfg);
 	unpark(p, tctx, &cfg, now);
 	set_task_llc(tctx, cpu, llc);
@@ -742,7 +742,7 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 		rr_budget_charge(cctx, tctx->turn_start_ns, now);
 		cctx->curr_bturn = 0;
 	}
-	charge(p, tctx, &cfg, now, runnable);
+	fq_charge(p, tctx, &cfg, now, runnable);
 	if (tctx->class == CLASS_RR) {
 		tctx->turn_step = turn_cost(tctx, now);
 		if (cctx)

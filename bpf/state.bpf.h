@@ -224,9 +224,9 @@ struct llc_ctx {
 	u32 waiting_avg;	/* RR tasks waiting, x WAIT_AVG_ONE, moving
 				 * average over timer runs (pull_rr_work()) */
 	u32 timer_home;		/* its timer last ran on a CPU of this LLC
-				 * (llc_timer_keep()) */
+				 * (fq_llc_timer_keep()) */
 	struct bpf_cpumask __kptr *cpus;	/* its CPUs (set in ops.init()) */
-	u64 last_run_ns;	/* when its timer last ran (llc_sweep()) */
+	u64 last_run_ns;	/* when its timer last ran (fq_llc_sweep()) */
 	u64 want_ns;		/* earliest release of a task being parked
 				 * on THROTTLED (timer_want()) */
 	u64 age_full_at_ns;	/* next full walk of its queues (guard_scan()) */
