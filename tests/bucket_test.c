@@ -633,7 +633,10 @@ static void smooth_spreads_debt(void)
 	/* less the 100 ms (half a quota) a new bucket starts with */
 	check_share(share - 100.0 / 10000, 0.20);
 	CHECK(wait <= 10 * MS);
-	/* whole periods: the same overruns cost whole sub-periods */
+	/*
+	 * The same sub-periods without the spreading (it applies only to a
+	 * smoothed limit, stat_period_ns set): the overruns cost whole ones.
+	 */
 	l.stat_period_ns = 0;
 	simulate_late_ends(&l, 10, 5 * MS, &whole_wait);
 	CHECK(whole_wait > 20 * MS);
