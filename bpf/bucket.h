@@ -77,18 +77,31 @@ BW_FN s64 bw_max_debt(const struct bw_limit *l)
  *
  * The stats still count whole periods (stat_period_ns), as cpu.stat does.
  */
-BW_FN void bw_smooth(const struct bw_limit *l, u64 max_stall_ns,
-		     struct bw_limit *out)
+BW_FN u64 bw_sub_periods(u64 quota_ns, u64 period_ns, u64 max_stall_ns)
 {
 	u64 k, kmax;
 
-	*out = *l;
-	if (!max_stall_ns || l->period_ns <= max_stall_ns)
-		return;
-	k = (l->period_ns + max_stall_ns - 1) / max_stall_ns;
-	kmax = l->quota_ns / BW_MIN_SUB_QUOTA_NS;
+	if (!max_stall_ns || period_ns <= max_stall_ns)
+		return 1;
+	k = (period_ns + max_stall_ns - 1) / max_stall_ns;
+	kmax = quota_ns / BW_MIN_SUB_QUOTA_NS;
 	if (k > kmax)
 		k = kmax;
+	return k < 2 ? 1 : k;
+}
+
+/* The quota of each (sub-)period of a limit of @quota_ns per @period_ns. */
+BW_FN u64 bw_quantum(u64 quota_ns, u64 period_ns, u64 max_stall_ns)
+{
+	return quota_ns / bw_sub_periods(quota_ns, period_ns, max_stall_ns);
+}
+
+BW_FN void bw_smooth(const struct bw_limit *l, u64 max_stall_ns,
+		     struct bw_limit *out)
+{
+	u64 k = bw_sub_periods(l->quota_ns, l->period_ns, max_stall_ns);
+
+	*out = *l;
 	if (k < 2)
 		return;
 	out->quota_ns = l->quota_ns / k;

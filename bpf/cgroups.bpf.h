@@ -307,6 +307,29 @@ static u64 cg_scan(const struct task_ctx *tctx, u64 now, s64 *tokens)
 }
 
 /*
+ * The shortest quota by which a limited cgroup on @tctx's path refills
+ * (a sub-quota in smooth mode, @max_stall_ns; U64_MAX: none).
+ */
+static u64 cg_least_quantum(const struct task_ctx *tctx, u64 max_stall_ns)
+{
+	u64 least = ~0ULL, q;
+	struct bw_limit *lim;
+	u32 i;
+
+	bpf_for(i, 0, MAX_TASK_CGROUPS) {
+		if (i >= tctx->nr_cg)
+			break;
+		lim = cg_limit_of(tctx->cg_ids[i & (MAX_TASK_CGROUPS - 1)]);
+		if (!lim || !lim->quota_ns || !lim->period_ns)
+			continue;
+		q = bw_quantum(lim->quota_ns, lim->period_ns, max_stall_ns);
+		if (q < least)
+			least = q;
+	}
+	return least;
+}
+
+/*
  * The limit of cgroup @id as smooth mode (@max_stall_ns) enforces it, in
  * @out, and the runtime a CPU may hold uncharged under it, in @slice.
  * Return 0 if @id has no limit. A global function: after it the verifier

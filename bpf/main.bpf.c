@@ -61,7 +61,9 @@
  *    started only for turns that may need it (arm_slice_timer(): a turn that
  *    blocks before a tick costs no timer, under a quota too unless its tokens
  *    cut it short; the first CPU-bound turn of a task that blocked early before
- *    may run up to a tick past a slice shorter than a tick).
+ *    may run up to a tick past a slice shorter than a tick). A limited task
+ *    whose quotas are all at least half a tick is left to the tick, its RR
+ *    slices too (tick_cuts_quota()).
  *
  * Queue layout. Every LLC has four dispatch queues, DSQ id (llc << 2) |
  * kind: URGENT (FIFO order), FIFO (FIFO order), RR (deadline order) and
@@ -129,7 +131,12 @@
  * (in ops.dispatch() the kernel's runtime clock of the running task lags
  * since the last tick: the time since counts against its tokens there,
  * charge_lagging()).
- * A turn never exceeds the tokens left; tokens a busy bucket could not
+ * A turn's slice never exceeds the tokens left. The slice timer ends it
+ * there when the quota (sub-quota in smooth mode) is shorter than half a
+ * tick; a longer one the tick ends, at most a tick late, as CFS does, and
+ * the overrun is paid from the next tokens (tick_cuts_quota(): a timer
+ * per quota cost most of a 2 ms quota under emulation). Tokens a busy
+ * bucket could not
  * use because its release or turn came late are kept for a few periods
  * (bucket.h: the carry, owed buckets). A task out of tokens is parked on
  * its LLC's THROTTLED queue, keyed by its release time; SCX_OPS_ENQ_LAST
@@ -184,7 +191,8 @@
  *
  * Scaling. Per context switch: one config copy (about 64 bytes), a few
  * DSQ operations on the LLC's queues, a per-CPU timer start for RR turns
- * of CPU-bound tasks that others wait for. When its own FIFO queue is
+ * of CPU-bound tasks that others wait for; a limited task's turn start reads
+ * the limit of each limited cgroup on its path (tick_cuts_quota()). When its own FIFO queue is
  * empty, dispatch reads every other LLC's work hint (FIFO from anywhere
  * before RR: O(LLCs) reads of one word per LLC, written only when a queue
  * turns non-empty or is found empty; queues.bpf.h), and for URGENT and RR
@@ -213,10 +221,11 @@
  * callback are global functions (fq_*), checked once per program with
  * nothing known of their arguments: the bucket arithmetic, a cgroup's
  * charge and its limit, and the LLC timer's releases and guard walks. The
- * verifier processes about 126,000 instructions to load the scheduler
+ * verifier processes about 135,000 instructions to load the scheduler
  * (1,060,000 before fq_guard_scan(), fq_release_due() and fq_cg_limit(),
  * 490,000 before a cgroup's bucket was charged outside its lock, 199,000
- * before fq_bw_spread_debt(); 8.6 s instead of 38-44 s under TCG;
+ * before fq_bw_spread_debt(), 126,000 before tick_cuts_quota(); 8.6 s
+ * instead of 38-44 s under TCG;
  * --verifier-stats shows them).
  *
  * Copyright (c) 2026 The scx_fairquota authors
@@ -617,7 +626,7 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}
-	slice_timer_tick(p, tctx, cpu, llc);
+	slice_timer_tick(p, tctx, &cfg, cpu, llc);
 }
 
 void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)

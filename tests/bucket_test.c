@@ -495,6 +495,13 @@ static void smooth_divides_long_periods(void)
 	/* the long-run share stays exact under tick overrun */
 	bw_smooth(L(200 * MS, 1000 * MS), 5 * MS, &out);
 	check_share(simulate_share(out.quota_ns, out.period_ns, 0), 0.20);
+	/* bw_quantum(), what the tick may overrun: bw_smooth()'s quota */
+	CHECK(bw_quantum(200 * MS, 1000 * MS, 10 * MS) == 2 * MS);
+	CHECK(bw_quantum(20 * MS, 100 * MS, 30 * MS) == 5 * MS);
+	CHECK(bw_quantum(2 * MS, 10 * MS, 2500 * 1000) == 500 * 1000);
+	CHECK(bw_quantum(1 * MS, 1000 * MS, 10 * MS) == 500 * 1000);
+	CHECK(bw_quantum(200 * MS, 1000 * MS, 0) == 200 * MS);
+	CHECK(bw_quantum(150 * MS, 100 * MS, 10 * MS) == 15 * MS);
 }
 
 /*

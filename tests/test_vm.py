@@ -1032,14 +1032,16 @@ def test_cgroup_limits_exact(binary, tmp_path):
          near(r["smooth_share"], 0.20)),
         ("smooth 10 ms, per-task --quota-us 300000 per 1 s: share", pct(r["smooth_task_share"]),
          "30% +- 1% rel", near(r["smooth_task_share"], 0.30)),
-        # About one sub-period: 8 ms of it when the turn ends on time; a
-        # turn that overran a whole 2 ms sub-quota (a slice timer late
-        # under TCG) pays one more. 7.7-12.3 ms in 12 CI runs, 15.7-15.9 ms
-        # with the host loaded (later timers, more such overruns; and a
-        # period whose release came late ends without a throttle, its
-        # tokens carried, so the same throttled time is split fewer ways).
+        # About one sub-period. The 2 ms sub-quota is half a tick at
+        # HZ 250, so the tick ends its turns (tick_cuts_quota()): a turn
+        # runs 2-4 ms, and at 20% a 4 ms turn waits 16 ms, the most when
+        # the ticks come on time. 12.4 ms in the first run (2026-12-03);
+        # 6.6-6.8 ms when a slice timer ended every turn at 2 ms, 7.7-12.3
+        # ms in 12 CI runs before the debt spreading, 15.7-15.9 ms with the
+        # host loaded (late timers). The emulator's late ticks lengthen
+        # turns beyond 4 ms: 24 ms is a 6 ms turn's wait.
         ("smooth: mean throttled stretch", f"{stretch_ms(smooth, r['smooth_totals']):.1f} ms",
-         "<= 20 ms (2 x max-stall)", 0 < stretch_ms(smooth, r["smooth_totals"]) <= 20.0),
+         "<= 24 ms (a 6 ms turn's wait)", 0 < stretch_ms(smooth, r["smooth_totals"]) <= 24.0),
         # cpu.stat's meaning: whole 1 s periods, each throttled (15 s
         # run), not the sub-periods (about 100 a second before).
         ("smooth: nr_periods and nr_throttled count whole periods",
