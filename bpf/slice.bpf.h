@@ -161,6 +161,11 @@ static void arm_slice_timer(struct cpu_ctx *cctx, const struct task_ctx *tctx,
 {
 	bool timed;
 
+	/* A turn on a spent quota (fairquota_running()) ends at once. */
+	if (!slice) {
+		slice_timer_start(cctx, 0);
+		return;
+	}
 	if (tctx->class == CLASS_FIFO)
 		timed = tctx->nr_cg && !tick_cuts_quota(tctx, cfg);
 	else if (tctx->limited || tctx->nr_cg)

@@ -1035,7 +1035,7 @@ def test_cgroup_limits_exact(binary, tmp_path):
         # About one sub-period. The 2 ms sub-quota is half a tick at
         # HZ 250, so the tick ends its turns (tick_cuts_quota()): a turn
         # runs 2-4 ms, and at 20% a 4 ms turn waits 16 ms, the most when
-        # the ticks come on time. 12.4 ms in the first run (2026-12-03);
+        # the ticks come on time. 12.4 and 13.8 ms in the first runs (2026-12-03);
         # 6.6-6.8 ms when a slice timer ended every turn at 2 ms, 7.7-12.3
         # ms in 12 CI runs before the debt spreading, 15.7-15.9 ms with the
         # host loaded (late timers). The emulator's late ticks lengthen
