@@ -62,8 +62,9 @@
  *    blocks before a tick costs no timer, under a quota too unless its tokens
  *    cut it short; the first CPU-bound turn of a task that blocked early before
  *    may run up to a tick past a slice shorter than a tick). A limited task
- *    whose quotas are all at least half a tick is left to the tick, its RR
- *    slices too (tick_cuts_quota()).
+ *    whose quotas are all at least half a tick is left to the tick where
+ *    its tokens cut its turn; its RR slices are timed as an unlimited
+ *    task's (tick_cuts_quota(), quota_at_tick).
  *
  * Queue layout. Every LLC has four dispatch queues, DSQ id (llc << 2) |
  * kind: URGENT (FIFO order), FIFO (FIFO order), RR (deadline order) and
@@ -221,10 +222,11 @@
  * callback are global functions (fq_*), checked once per program with
  * nothing known of their arguments: the bucket arithmetic, a cgroup's
  * charge and its limit, and the LLC timer's releases and guard walks. The
- * verifier processes about 137,000 instructions to load the scheduler
+ * verifier processes about 146,000 instructions to load the scheduler
  * (1,060,000 before fq_guard_scan(), fq_release_due() and fq_cg_limit(),
  * 490,000 before a cgroup's bucket was charged outside its lock, 199,000
- * before fq_bw_spread_debt(), 126,000 before tick_cuts_quota(); 8.6 s
+ * before fq_bw_spread_debt(), 126,000 before tick_cuts_quota(), 137,000
+ * before a tick-cut task's RR slices were timed again, 146,000 now; 8.6 s
  * instead of 38-44 s under TCG;
  * --verifier-stats shows them).
  *
@@ -321,7 +323,7 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 	if (cctx) {
 		/* A timer armed for the turn that ends is void. */
 		cctx->turn++;
-		arm_slice_timer(cctx, pctx, slice, llc, cfg);
+		arm_slice_timer(cctx, pctx, slice, cpu, cfg);
 	}
 }
 
@@ -626,7 +628,7 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}
-	slice_timer_tick(p, tctx, &cfg, cpu, llc);
+	slice_timer_tick(p, tctx, cpu, llc);
 }
 
 void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
@@ -731,7 +733,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	if (kthread_turn(p, tctx, cfg.slice_ns, false))
 		cctx->curr_deadline = 0;
 
-	arm_slice_timer(cctx, tctx, slice, llc, &cfg);
+	arm_slice_timer(cctx, tctx, slice, cpu, &cfg);
 }
 
 void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)

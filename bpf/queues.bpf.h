@@ -337,22 +337,32 @@ static u64 cg_slice_cap(const struct task_ctx *tctx,
 }
 
 /*
- * RR slice of @tctx on @cpu of @llc: fixed, or in split mode divided by
- * the RR tasks waiting for this CPU plus one; never more than its
- * remaining quota or its limited cgroups' tokens (less its runtime not
- * charged yet, unseen_ns: charge_lagging()).
+ * RR slice on @cpu of @llc before any limit cuts it: fixed, or in split
+ * mode divided by the RR tasks waiting for this CPU plus one.
  */
-static u64 rr_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
-		    s32 cpu, u32 llc)
+static u64 rr_base_slice(const struct fq_config *cfg, s32 cpu, u32 llc)
 {
 	u64 slice = cfg->slice_ns;
-	s64 left;
 
 	if (cfg->slice_mode == SLICE_SPLIT) {
 		slice /= rr_waiting(cpu, llc) + 1;
 		if (slice < cfg->slice_min_ns)
 			slice = cfg->slice_min_ns;
 	}
+	return slice;
+}
+
+/*
+ * RR slice of @tctx on @cpu of @llc (rr_base_slice()), never more than
+ * its remaining quota or its limited cgroups' tokens (less its runtime
+ * not charged yet, unseen_ns: charge_lagging()).
+ */
+static u64 rr_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
+		    s32 cpu, u32 llc)
+{
+	u64 slice = rr_base_slice(cfg, cpu, llc);
+	s64 left;
+
 	left = tctx->bw.tokens_ns - (s64)tctx->unseen_ns;
 	if (tctx->limited && left > 0 && (u64)left < slice)
 		slice = left;

@@ -134,46 +134,56 @@ static bool tick_cuts_quota(const struct task_ctx *tctx,
 }
 
 /*
- * A turn of @tctx of @slice ns starts on @cctx's CPU: arm the slice timer
- * if the turn may have to end between ticks. A FIFO turn in a limited
- * cgroup is timed, so its quota ends on time. An RR turn is timed from its
- * start if the task ran its last turn until its slice was taken (a
- * CPU-bound task: it will likely use this one up too) and others wait, or,
- * for a task under a quota or a limited cgroup, whatever waits; a limited
- * turn that its tokens cut short (@slice below the slice of @cfg) is
- * always timed, so a quota ends on time. Limited turns whose quotas the
- * tick may end (tick_cuts_quota()) are never timed: the tick ends them,
- * their RR slices too. Any other turn is left to the ticks: the tick
- * that finds less than a tick less the slack left arms the timer
- * (slice_timer_tick()). Most turns of wakeup-driven work block long
- * before their slice ends, so they start no timer: starting one was most
- * of ops.running()'s cost (on this kernel a start from a sched_ext
- * callback is deferred to an irq_work: an allocation and a
- * self-interrupt), and its useless expiry an interrupt. A server in a
- * limited cgroup (nginx: one turn per request) started one per turn until
- * 2026-11-26. The price: a task that turns CPU-bound after blocking early
- * may overrun one slice shorter than a tick by up to a tick (its next
- * turn is timed); under a quota the overrun is charged, so the share over
- * periods stays exact.
+ * A turn of @tctx of @slice ns starts on @cctx's CPU @cpu: arm the slice
+ * timer if the turn may have to end between ticks. A FIFO turn in a
+ * limited cgroup is timed, so its quota ends on time. An RR turn is timed
+ * from its start if the task ran its last turn until its slice was taken
+ * (a CPU-bound task: it will likely use this one up too) and others wait,
+ * or, for a task under a quota or a limited cgroup, whatever waits; a
+ * limited turn that its tokens cut short (@slice below its RR slice) is
+ * always timed, so a quota ends on time. Not where the tick may end the
+ * quota (tick_cuts_quota()): a turn its tokens cut is left to the tick
+ * (quota_at_tick), and any other is an RR slice like an unlimited task's.
+ * Any other turn is left to the ticks: the tick that finds less than a
+ * tick less the slack left arms the timer (slice_timer_tick()). Most
+ * turns of wakeup-driven work block long before their slice ends, so
+ * they start no timer: starting one was most of ops.running()'s cost (on
+ * this kernel a start from a sched_ext callback is deferred to an
+ * irq_work: an allocation and a self-interrupt), and its useless expiry
+ * an interrupt. A server in a limited cgroup (nginx: one turn per
+ * request) started one per turn until 2026-11-26. The price: a task that
+ * turns CPU-bound after blocking early may overrun one slice shorter
+ * than a tick by up to a tick (its next turn is timed); under a quota the
+ * overrun is charged, so the share over periods stays exact.
  */
 static void arm_slice_timer(struct cpu_ctx *cctx, const struct task_ctx *tctx,
-			    u64 slice, u32 llc, const struct fq_config *cfg)
+			    u64 slice, s32 cpu, const struct fq_config *cfg)
 {
-	bool timed;
+	u32 llc = llc_of(cpu);
+	bool timed, queued;
 
+	cctx->quota_at_tick = false;
 	/* A turn on a spent quota (fairquota_running()) ends at once. */
 	if (!slice) {
 		slice_timer_start(cctx, 0);
 		return;
 	}
-	if (tctx->class == CLASS_FIFO)
+	if (tctx->class == CLASS_FIFO) {
 		timed = tctx->nr_cg && !tick_cuts_quota(tctx, cfg);
-	else if (tctx->limited || tctx->nr_cg)
-		timed = (slice < cfg->slice_ns || tctx->ran_out) &&
-			!tick_cuts_quota(tctx, cfg);
-	else
-		timed = tctx->ran_out &&
-			scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc));
+		goto out;
+	}
+	queued = tctx->ran_out && scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc));
+	if (!tctx->limited && !tctx->nr_cg) {
+		timed = queued;
+	} else if (!tick_cuts_quota(tctx, cfg)) {
+		timed = slice < cfg->slice_ns || tctx->ran_out;
+	} else if (slice < rr_base_slice(cfg, cpu, llc)) {
+		cctx->quota_at_tick = true;
+		timed = false;
+	} else {
+		timed = queued;
+	}
+out:
 	if (timed)
 		slice_timer_start(cctx, slice);
 }
@@ -181,11 +191,11 @@ static void arm_slice_timer(struct cpu_ctx *cctx, const struct task_ctx *tctx,
 /*
  * At a tick of RR task @p whose turn has no slice timer yet: arm it if
  * what is left of the slice (the kernel has just brought p->scx.slice up
- * to date) could be overrun by more than the slack, and others wait
- * (not for a limited task whose quotas the tick may end).
+ * to date) could be overrun by more than the slack, and others wait (not
+ * for a turn whose tokens end it at a tick: quota_at_tick).
  */
 static void slice_timer_tick(struct task_struct *p, const struct task_ctx *tctx,
-			     const struct fq_config *cfg, s32 cpu, u32 llc)
+			     s32 cpu, u32 llc)
 {
 	struct cpu_ctx *cctx;
 	u64 left = p->scx.slice;
@@ -194,9 +204,7 @@ static void slice_timer_tick(struct task_struct *p, const struct task_ctx *tctx,
 		return;
 	cctx = try_lookup_cpu_ctx(cpu);
 	if (!cctx || !cctx->curr_valid || cctx->timer_turn == cctx->turn ||
-	    !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))
-		return;
-	if ((tctx->limited || tctx->nr_cg) && tick_cuts_quota(tctx, cfg))
+	    cctx->quota_at_tick || !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))
 		return;
 	slice_timer_start(cctx, left);
 }

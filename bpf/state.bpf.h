@@ -164,6 +164,7 @@ struct cpu_ctx {
 	u8 curr_preemptible;	/* it may be preempted (not a pcpu kthread) */
 	u8 curr_bturn;		/* its turn is on the RR budget */
 	u8 bud_ask;		/* BUD_ASKED / BUD_PICKED (rr_budget_ask()) */
+	u8 quota_at_tick;	/* its tokens end its turn, at a tick */
 	s64 nr_rr_waiting;	/* queued RR tasks assigned to this CPU */
 	u64 timer_at;		/* the slice timer's deadline (ktime ns) */
 	u64 bud_start_ns;	/* RR budget: when its window started */

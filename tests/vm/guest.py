@@ -555,9 +555,15 @@ def scenario_slice_lengths(out):
     3 ms or 5 ms one is left to the ticks until one finds less than a tick
     but the slack left (bpf/slice.bpf.h, slice_needs_timer())."""
     res = {}
-    for us in SLICE_LENGTHS_US:
-        d = Daemon(out, f"slice-{us}", ["--slice-us", str(us)])
-        files = [os.path.join(out, f"runs-{us}-{i}.json") for i in range(2)]
+    runs_of = [(str(us), us, []) for us in SLICE_LENGTHS_US]
+    # And 2 ms slices of hogs under a per-task quota they never use up
+    # (80% each, 50% used; smooth 8 ms per 10 ms): quotas the tick ends,
+    # so their turns start no timer when tokens cut them, but their RR
+    # slices are still timed (arm_slice_timer()).
+    runs_of.append(("2000-quota", 2000, ["--period-us", "100000", "--quota-us", "80000"]))
+    for key, us, extra in runs_of:
+        d = Daemon(out, f"slice-{key}", ["--slice-us", str(us)] + extra)
+        files = [os.path.join(out, f"runs-{key}-{i}.json") for i in range(2)]
         hogs = [spawn_hog(0, cpus=1, report=f) for f in files]
         for f in files:
             wait_for_file(f + ".ready")
@@ -572,7 +578,7 @@ def scenario_slice_lengths(out):
         runs = [r for h in hogs_out for r in h.get("runs_s", [])]
         spans = [run_spans(h) for h in hogs_out]
         turns = turns_of(spans[0], spans[1]) + turns_of(spans[1], spans[0])
-        res[str(us)] = {"runs_s": runs, "turns_s": turns,
+        res[key] = {"slice_us": us, "runs_s": runs, "turns_s": turns,
                         "totals": final_totals(d.stdout()), "rc": rc}
     # Wakeup-driven work (two processes passing a byte back and forth
     # through pipes: turns that block long before their slice ends)
