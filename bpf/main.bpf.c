@@ -193,7 +193,8 @@
  * Scaling. Per context switch: one config copy (about 64 bytes), a few
  * DSQ operations on the LLC's queues, a per-CPU timer start for RR turns
  * of CPU-bound tasks that others wait for; a limited task's turn start reads
- * the limit of each limited cgroup on its path (tick_cuts_quota()). When its own FIFO queue is
+ * the limit of each limited cgroup on its path (tick_cuts_quota()), its
+ * ticks one per-CPU flag (quota_at_tick). When its own FIFO queue is
  * empty, dispatch reads every other LLC's work hint (FIFO from anywhere
  * before RR: O(LLCs) reads of one word per LLC, written only when a queue
  * turns non-empty or is found empty; queues.bpf.h), and for URGENT and RR
