@@ -293,7 +293,10 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 {
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	u32 llc = llc_of(cpu);
-	u64 slice = task_slice(pctx, cfg, cpu, llc), step = turn_cost(pctx, now);
+	u64 step = turn_cost(pctx, now), slice;
+	bool cut;
+
+	slice = task_slice(pctx, cfg, cpu, llc, &cut);
 
 	scx_bpf_task_set_slice(prev, slice);
 	pctx->ran_out = turn_ran_out(pctx, now);
@@ -324,7 +327,7 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 	if (cctx) {
 		/* A timer armed for the turn that ends is void. */
 		cctx->turn++;
-		arm_slice_timer(cctx, pctx, slice, cpu, cfg);
+		arm_slice_timer(cctx, pctx, slice, cut, llc, cfg);
 	}
 }
 
@@ -640,7 +643,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	u64 now = bpf_ktime_get_ns(), slice, budget;
 	u32 llc = llc_of(cpu);
 	struct fq_config cfg;
-	bool throttled;
+	bool throttled, cut;
 
 	/* Every CPU that starts a task may find a lost LLC timer. */
 	fq_llc_sweep(now);
@@ -672,7 +675,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	 * tasks are queued are placeholders): split mode divides by the tasks
 	 * waiting now, and no RR slice exceeds what is left of the quota.
 	 */
-	slice = task_slice(tctx, &cfg, cpu, llc);
+	slice = task_slice(tctx, &cfg, cpu, llc, &cut);
 	/* A turn on the RR budget: no longer than the budget left. */
 	if (cctx && cctx->bud_ask == BUD_PICKED && tctx->class == CLASS_RR)
 		tctx->bturn = 1;
@@ -734,7 +737,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	if (kthread_turn(p, tctx, cfg.slice_ns, false))
 		cctx->curr_deadline = 0;
 
-	arm_slice_timer(cctx, tctx, slice, cpu, &cfg);
+	arm_slice_timer(cctx, tctx, slice, cut, llc, &cfg);
 }
 
 void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)

@@ -355,32 +355,38 @@ static u64 rr_base_slice(const struct fq_config *cfg, s32 cpu, u32 llc)
 /*
  * RR slice of @tctx on @cpu of @llc (rr_base_slice()), never more than
  * its remaining quota or its limited cgroups' tokens (less its runtime
- * not charged yet, unseen_ns: charge_lagging()).
+ * not charged yet, unseen_ns: charge_lagging()). *@cut tells whether
+ * those tokens cut it (arm_slice_timer() leaves such a turn to the tick
+ * where the tick ends the quota).
  */
 static u64 rr_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
-		    s32 cpu, u32 llc)
+		    s32 cpu, u32 llc, bool *cut)
 {
-	u64 slice = rr_base_slice(cfg, cpu, llc);
+	u64 base = rr_base_slice(cfg, cpu, llc), slice = base;
 	s64 left;
 
 	left = tctx->bw.tokens_ns - (s64)tctx->unseen_ns;
 	if (tctx->limited && left > 0 && (u64)left < slice)
 		slice = left;
-	return cg_slice_cap(tctx, cfg, slice);
+	slice = cg_slice_cap(tctx, cfg, slice);
+	*cut = slice < base;
+	return slice;
 }
 
 /*
  * FIFO tasks keep their CPU until they block or yield; their slice is only
  * a refresh interval (ops.dispatch() renews it), cut to their limited
  * cgroups' tokens so that a group's FIFO task is throttled on time, not at
- * the next tick.
+ * the next tick. *@cut as for rr_slice() (never for FIFO: its turns are
+ * timed or not by its class alone).
  */
 static u64 task_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
-		      s32 cpu, u32 llc)
+		      s32 cpu, u32 llc, bool *cut)
 {
+	*cut = false;
 	if (tctx->class == CLASS_FIFO)
 		return cg_slice_cap(tctx, cfg, SCX_SLICE_DFL);
-	return rr_slice(tctx, cfg, cpu, llc);
+	return rr_slice(tctx, cfg, cpu, llc, cut);
 }
 
 /* Weighted virtual time that @delta_ns of runtime costs at @weight. */

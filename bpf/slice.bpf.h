@@ -134,16 +134,18 @@ static bool tick_cuts_quota(const struct task_ctx *tctx,
 }
 
 /*
- * A turn of @tctx of @slice ns starts on @cctx's CPU @cpu: arm the slice
- * timer if the turn may have to end between ticks. A FIFO turn in a
- * limited cgroup is timed, so its quota ends on time. An RR turn is timed
- * from its start if the task ran its last turn until its slice was taken
- * (a CPU-bound task: it will likely use this one up too) and others wait,
- * or, for a task under a quota or a limited cgroup, whatever waits; a
- * limited turn that its tokens cut short (@slice below its RR slice) is
- * always timed, so a quota ends on time. Not where the tick may end the
- * quota (tick_cuts_quota()): a turn its tokens cut is left to the tick
- * (quota_at_tick), and any other is an RR slice like an unlimited task's.
+ * A turn of @tctx of @slice ns (@cut: its tokens cut it, task_slice())
+ * starts on @cctx's CPU, of @llc: arm the slice timer if the turn may have
+ * to end between ticks. A FIFO turn in a limited cgroup is timed, so its
+ * quota ends on time. An RR turn is timed from its start if the task ran
+ * its last turn until its slice was taken (a CPU-bound task: it will
+ * likely use this one up too) and others wait, or, for a task under a
+ * quota or a limited cgroup, whatever waits; a limited turn shorter than
+ * the configured slice (its tokens, split mode or the RR budget cut it)
+ * is always timed, so a quota ends on time. Not where the tick may end
+ * the quota (tick_cuts_quota()): a turn its tokens cut is left to the
+ * tick (quota_at_tick), and any other is an RR slice like an unlimited
+ * task's.
  * Any other turn is left to the ticks: the tick that finds less than a
  * tick less the slack left arms the timer (slice_timer_tick()). Most
  * turns of wakeup-driven work block long before their slice ends, so
@@ -156,11 +158,12 @@ static bool tick_cuts_quota(const struct task_ctx *tctx,
  * than a tick by up to a tick (its next turn is timed); under a quota the
  * overrun is charged, so the share over periods stays exact.
  */
-static void arm_slice_timer(struct cpu_ctx *cctx, const struct task_ctx *tctx,
-			    u64 slice, s32 cpu, const struct fq_config *cfg)
+static __always_inline void arm_slice_timer(struct cpu_ctx *cctx,
+					    const struct task_ctx *tctx,
+					    u64 slice, bool cut, u32 llc,
+					    const struct fq_config *cfg)
 {
-	u32 llc = llc_of(cpu);
-	bool timed, queued;
+	bool timed;
 
 	cctx->quota_at_tick = false;
 	/* A turn on a spent quota (fairquota_running()) ends at once. */
@@ -170,20 +173,17 @@ static void arm_slice_timer(struct cpu_ctx *cctx, const struct task_ctx *tctx,
 	}
 	if (tctx->class == CLASS_FIFO) {
 		timed = tctx->nr_cg && !tick_cuts_quota(tctx, cfg);
-		goto out;
-	}
-	queued = tctx->ran_out && scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc));
-	if (!tctx->limited && !tctx->nr_cg) {
-		timed = queued;
-	} else if (!tick_cuts_quota(tctx, cfg)) {
+	} else if ((tctx->limited || tctx->nr_cg) &&
+		   !tick_cuts_quota(tctx, cfg)) {
 		timed = slice < cfg->slice_ns || tctx->ran_out;
-	} else if (slice < rr_base_slice(cfg, cpu, llc)) {
+	} else if (cut) {
+		/* Only a limited task's tokens cut a slice. */
 		cctx->quota_at_tick = true;
 		timed = false;
 	} else {
-		timed = queued;
+		timed = tctx->ran_out &&
+			scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc));
 	}
-out:
 	if (timed)
 		slice_timer_start(cctx, slice);
 }
