@@ -91,6 +91,25 @@ static bool rr_budget_turn(struct task_struct *p, struct task_ctx *tctx,
 enum { BUD_ASKED = 1, BUD_PICKED = 2 };
 
 /*
+ * Has queued RR task @q waited at least @wait_ns (since it became
+ * runnable, tctx->enq_at_ns)? The budget's tick turn is for RR work that
+ * FIFO work holds back: one that waited less than a slice would have
+ * waited that long behind another RR turn. Without it a tick that landed
+ * in a FIFO task's turn of a few microseconds (a cyclictest thread)
+ * ended that turn for an RR hog that had been queued for as long, and
+ * the FIFO task waited for the other CPU to pick it up, 2-4 ms under
+ * TCG. The kernel's fair server likewise defers its runtime until fair
+ * tasks were held back.
+ */
+static bool rr_waited(struct task_struct *q, u64 now, u64 wait_ns)
+{
+	struct task_ctx *qctx = try_lookup_task_ctx(q);
+	u64 at = qctx ? qctx->enq_at_ns : 0;
+
+	return at && now > at && now - at >= wait_ns;
+}
+
+/*
  * At a tick of FIFO task @p (@tctx) on @cpu: if an RR task that may run on
  * @cpu waits in @llc's RR queue and the CPU has RR budget left, ask for a
  * turn on the budget (cpu_ctx.bud_ask) and return true; the caller ends
@@ -98,7 +117,8 @@ enum { BUD_ASKED = 1, BUD_PICKED = 2 };
  * (rr_budget_pick()), and @p resumes at the head of its queue when that
  * turn ends. So RR tasks that stay runnable behind FIFO work get the
  * budget too, as the fair server runs fair tasks that wait behind RT
- * work, not only those that wake: before, a CPU-bound RR task there ran
+ * work, not only those that wake, once the queue's head has waited a
+ * slice (rr_waited()): before, a CPU-bound RR task there ran
  * one slice per guard (1.5 ms per 100 ms on 2 CPUs) between wakeups, and
  * the exits convoy (bench/exits_convoy.py) took 1.16-1.5x the default
  * scheduler's time; with it, 0.33-0.49x. Not for a turn that may not be
@@ -126,6 +146,8 @@ static bool rr_budget_ask(struct task_struct *p, struct task_ctx *tctx,
 		return false;
 	/* The head, without the queue's lock; a walk only if it is pinned. */
 	q = __COMPAT_scx_bpf_dsq_peek(dsq_id(DSQ_RR, llc));
+	if (q && !rr_waited(q, now, cfg->slice_ns))
+		return false;
 	found = q && bpf_cpumask_test_cpu(cpu, q->cpus_ptr);
 	if (!found) {
 		bpf_for_each(scx_dsq, q, dsq_id(DSQ_RR, llc), 0) {
