@@ -104,9 +104,9 @@ enum { BUD_ASKED = 1, BUD_PICKED = 2 };
 static bool rr_waited(struct task_struct *q, u64 now, u64 wait_ns)
 {
 	struct task_ctx *qctx = try_lookup_task_ctx(q);
-	u64 at = qctx ? qctx->enq_at_ns : 0;
+	u64 since = qctx ? queued_since(qctx, now) : 0;
 
-	return at && now > at && now - at >= wait_ns;
+	return since && now - since >= wait_ns;
 }
 
 /*
@@ -117,9 +117,10 @@ static bool rr_waited(struct task_struct *q, u64 now, u64 wait_ns)
  * (rr_budget_pick()), and @p resumes at the head of its queue when that
  * turn ends. So RR tasks that stay runnable behind FIFO work get the
  * budget too, as the fair server runs fair tasks that wait behind RT
- * work, not only those that wake, once the queue's head has waited a
- * slice (rr_waited()): before, a CPU-bound RR task there ran
- * one slice per guard (1.5 ms per 100 ms on 2 CPUs) between wakeups, and
+ * work, not only those that wake, once the first of them that may run
+ * on @cpu has waited a slice (rr_waited()): before, a CPU-bound RR task
+ * there ran one slice per guard (1.5 ms per 100 ms on 2 CPUs) between
+ * wakeups, and
  * the exits convoy (bench/exits_convoy.py) took 1.16-1.5x the default
  * scheduler's time; with it, 0.33-0.49x. Not for a turn that may not be
  * preempted (a per-CPU kernel thread, a kernel thread's turn), nor yet for
@@ -135,7 +136,7 @@ static bool rr_budget_ask(struct task_struct *p, struct task_ctx *tctx,
 {
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	struct task_struct *q;
-	bool found;
+	bool found, mine;
 	u32 seen = 0;
 
 	if (!cctx || tctx->class != CLASS_FIFO || !cctx->curr_valid ||
@@ -144,15 +145,21 @@ static bool rr_budget_ask(struct task_struct *p, struct task_ctx *tctx,
 	    rr_budget_left(cctx, now) < RR_BUDGET_MIN_NS ||
 	    !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))
 		return false;
-	/* The head, without the queue's lock; a walk only if it is pinned. */
+	/*
+	 * The first task that may run here (the one rr_budget_pick() takes)
+	 * must have waited: the head, without the queue's lock, or a walk
+	 * only if the head is pinned elsewhere.
+	 */
 	q = __COMPAT_scx_bpf_dsq_peek(dsq_id(DSQ_RR, llc));
-	if (q && !rr_waited(q, now, cfg->slice_ns))
-		return false;
-	found = q && bpf_cpumask_test_cpu(cpu, q->cpus_ptr);
-	if (!found) {
+	mine = q && bpf_cpumask_test_cpu(cpu, q->cpus_ptr);
+	found = mine && rr_waited(q, now, cfg->slice_ns);
+	if (!mine) {
 		bpf_for_each(scx_dsq, q, dsq_id(DSQ_RR, llc), 0) {
-			found = bpf_cpumask_test_cpu(cpu, q->cpus_ptr);
-			if (found || ++seen >= KEEP_SCAN_TASKS)
+			if (bpf_cpumask_test_cpu(cpu, q->cpus_ptr)) {
+				found = rr_waited(q, now, cfg->slice_ns);
+				break;
+			}
+			if (++seen >= KEEP_SCAN_TASKS)
 				break;
 		}
 	}

@@ -163,8 +163,8 @@ static u32 age_queue(u32 kind, u32 llc, const struct age_bound *b, bool full,
 		tctx = try_lookup_task_ctx(p);
 		if (!tctx)
 			continue;
-		since = READ_ONCE(tctx->enq_at_ns);
-		if (!since || now < since)
+		since = queued_since(tctx, now);
+		if (!since)
 			continue;
 		cnt = overdue(p, tctx, b, head, now - since);
 		/* The kernel's work goes ahead of the guard's backlog. */

@@ -142,6 +142,18 @@ static struct task_ctx *try_lookup_task_ctx(const struct task_struct *p)
 				    0, 0);
 }
 
+/*
+ * When queued task @tctx began its wait (tctx->enq_at_ns), or 0 if it
+ * is not waiting as of @now. Read from other CPUs than the task's (the
+ * guard's walk, the RR budget's tick), hence READ_ONCE.
+ */
+static u64 queued_since(const struct task_ctx *tctx, u64 now)
+{
+	u64 since = READ_ONCE(tctx->enq_at_ns);
+
+	return since && since <= now ? since : 0;
+}
+
 /* -------------------------------------------------------------- per CPU */
 
 /*
