@@ -163,6 +163,14 @@ enum consts {
 	 * stretched the turn past the slack above.
 	 */
 	SLICE_LATE_NS		= 1000ULL * 1000,
+	/*
+	 * A slice timer chained from the callback that ended the last turn
+	 * (slice_timer_take()) serves the next if it ends it within this
+	 * much of its slice, either way; the kick's lag it adds is taken as
+	 * at most CHAIN_LAG_MAX_NS.
+	 */
+	CHAIN_SLACK_NS		= 250ULL * 1000,
+	CHAIN_LAG_MAX_NS	= 250ULL * 1000,
 	/* Jiffies are counted over this long to learn the tick period. */
 	TICK_LEARN_NS		= 2000ULL * 1000 * 1000,
 
@@ -282,6 +290,7 @@ enum counter_idx {
 	CNT_WAKE_LOCAL,		/* of CNT_WAKE_PREEMPT: straight to the CPU's local queue */
 	CNT_KERNEL_HEAD,	/* a FIFO task cut in the kernel went first, behind FIFO work */
 	CNT_CG_CONTENDED,	/* cgroup charges that lost CG_CHARGE_TRIES races: tokens only */
+	CNT_SLICE_CHAIN,	/* of slice_arm: a turn took the timer its kick armed */
 	NR_COUNTERS,
 };
 

@@ -179,6 +179,10 @@ struct cpu_ctx {
 	u8 quota_at_tick;	/* its tokens end its turn, at a tick */
 	s64 nr_rr_waiting;	/* queued RR tasks assigned to this CPU */
 	u64 timer_at;		/* the slice timer's deadline (ktime ns) */
+	u64 timer_slice;	/* the slice it was armed for */
+	u64 chain_at;		/* armed again by its callback, for then (or 0) */
+	u64 kicked_at;		/* when that callback kicked the CPU (or 0) */
+	u64 kick_lag;		/* kick to next turn, last seen (<= CHAIN_LAG_MAX_NS) */
 	u64 bud_start_ns;	/* RR budget: when its window started */
 	u64 bud_used_ns;	/* RR budget: RR time charged in that window */
 };

@@ -279,6 +279,8 @@ pub struct Metrics {
     pub kernel_head: u64,
     #[stat(desc = "cgroup charges that lost 8 races to other CPUs' and went to the tokens alone")]
     pub cg_contended: u64,
+    #[stat(desc = "of slice_arm: turns that took the timer re-armed by the kick before them")]
+    pub slice_chain: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -359,6 +361,7 @@ impl Metrics {
             ("wake_local", &mut self.wake_local),
             ("kernel_head", &mut self.kernel_head),
             ("cg_contended", &mut self.cg_contended),
+            ("slice_chain", &mut self.slice_chain),
         ]
     }
 
