@@ -64,7 +64,9 @@
  *    may run up to a tick past a slice shorter than a tick). A limited task
  *    whose quotas are all at least half a tick is left to the tick where
  *    its tokens cut its turn; its RR slices are timed as an unlimited
- *    task's (tick_cuts_quota(), quota_at_tick).
+ *    task's (tick_cuts_quota(), quota_at_tick). The callback that ends a
+ *    turn re-arms the timer for the next (slice_timer_take()): a start
+ *    from there is immediate, one from a sched_ext callback an irq_work.
  *
  * Queue layout. Every LLC has four dispatch queues, DSQ id (llc << 2) |
  * kind: URGENT (FIFO order), FIFO (FIFO order), RR (deadline order) and

@@ -127,9 +127,9 @@ static void slice_timer_start(struct cpu_ctx *cctx, u64 ns)
  * self-interrupt per timed turn; one from the timer's own callback
  * (softirq) is made at once. CPU-bound tasks sharing a CPU take turns by
  * the timer, so each turn after the first takes the timer its kick armed
- * and pays for one irq_work (the kick's), not two: 4 hogs on one CPU
- * took 1,000 irq_works a second instead of 2,000 and ran 1.05x as fast
- * (2 vCPUs, TCG). The chained deadline counts from the kick and adds
+ * and pays for one irq_work (the kick's), not two (4 hogs on one CPU:
+ * about half the irq_work interrupts; bench/ab-slice-chain-report.md).
+ * The chained deadline counts from the kick and adds
  * the last kick's lag (its irq_work and the switch, measured here), so
  * the turn still lasts its slice from when it starts.
  * Nothing is shared: each CPU chains its own timer, the same on 256 CPUs.
