@@ -18,6 +18,8 @@ def metrics(r):
     m = {}
     if "hackbench" in r:
         m["hackbench -g 4 -l 500, median of 3 (s)"] = r["hackbench"]["median_s"]
+    if "mix" in r:
+        m["mix: hackbench -g 2 -l 100 beside the hogs (s)"] = r["mix"]["hackbench_s"]
     for k, v in r.get("sharing", {}).items():
         m[f"{k} process(es) on one CPU: throughput (proc/s)"] = v["throughput_per_s"]
         m[f"{k} process(es) on one CPU: longest gap (ms)"] = v["max_gap_ms"]

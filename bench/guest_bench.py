@@ -19,13 +19,18 @@ other in the same VM:
     FIFO under scx_fairquota, beside nice 0 tasks that wake all the time
     (`stress-ng --pipe N`): what RR wakeups cost FIFO work (the RR
     budget lets such a wakeup preempt a FIFO task);
+  - (part mix, not in the default set) a short mix that takes every
+    callback through its common paths: `nice -n 5 stress-ng --cpu N`,
+    cyclictest at nice -5 beside it for 6 s, then `hackbench -g 2 -l 100`;
+    for counting BPF instructions per call (bench/ab.sh with
+    VM_QEMU_EXTRA="-icount shift=1,sleep=on", see scripts/vm-run.sh);
   - for the BPF schedulers, the BPF run time per call of each struct_ops
     program (kernel.bpf_stats_enabled).
 Writes OUT/<label>.json.
 
 Usage: guest_bench.py OUT LABEL [BINARY]   (no BINARY = default scheduler)
 Env:   BENCH_PARTS  comma-separated subset of hackbench,cyclictest,sharing,reqresp
-       (quick experiments; the report needs all four), or fiforeq
+       (quick experiments; the report needs all four), or fiforeq, mix
        BENCH_CGROUP NAME=QUOTA/PERIOD: an empty cgroup NAME with that limit
        exists throughout (`--cgroup` for scx_fairquota, cpu.max for the
        default scheduler), as on a host where some container is limited:
@@ -236,6 +241,20 @@ def run_reqresp(seconds, prefix=()):
     return dict(zip(("req_per_s", "p50_us", "p99_us", "max_us"), map(float, out[-4:])))
 
 
+def mix():
+    hog = subprocess.Popen(["nice", "-n", "5", "stress-ng", "--cpu", str(NCPU), "--timeout", "40s"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/tmp")
+    time.sleep(1)
+    subprocess.run(["nice", "-n", "-5", "cyclictest", "--policy=other", "-t", str(NCPU), "-D", "6",
+                    "-q", "-i", "1000"], capture_output=True, timeout=120)
+    t0 = time.monotonic()
+    subprocess.run(["hackbench", "-g", "2", "-l", "100"], capture_output=True, timeout=600)
+    took = time.monotonic() - t0
+    hog.send_signal(signal.SIGINT)
+    hog.wait()
+    return {"hackbench_s": took}
+
+
 def reqresp():
     res = {}
     for label, nhogs in [("alone", 0), ("beside 2 nice 5 hogs", 2)]:
@@ -292,7 +311,7 @@ def main():
         sched = start_scheduler(binary, log, cg_args)
     res = {"label": label, "ncpu": NCPU, "kernel": os.uname().release, "ops": None}
     runs = {"hackbench": hackbench, "cyclictest": cyclictest, "sharing": lambda: sharing(loops),
-            "reqresp": reqresp, "fiforeq": fiforeq}
+            "reqresp": reqresp, "fiforeq": fiforeq, "mix": mix}
     default_parts = "hackbench,cyclictest,sharing,reqresp"
     for part in os.environ.get("BENCH_PARTS", default_parts).split(","):
         res[part] = runs[part]()

@@ -28,6 +28,12 @@
 #        to a task as runtime; VM_APPEND="" boots it so)
 #        VM_MODULE_BLACKLIST  modules the guest must not load (default: drivers
 #        for emulated hardware the tests do not use; empty = none)
+#        VM_QEMU_EXTRA  more qemu options, e.g. "-icount shift=1,sleep=on":
+#        the guest's clock then follows the instructions emulated (2 ns each),
+#        so BPF ns per call counts instructions and repeats within a few
+#        percent from run to run, where the host's speed otherwise moves it
+#        2-3x within one boot (bench/ab-icount-report.md); not for latency or
+#        stall tests (see that report)
 #
 # VMs run one at a time: a second vm-run.sh waits for the first (a lock file
 # in ~/.cache/scx_fairquota).
@@ -160,7 +166,7 @@ done
 # sched_ext scheduler is enabled) is not coherent across vCPUs, and the guest
 # oopses now and then with "int3" in patched code. One thread running all
 # vCPUs in turn keeps patching coherent. VM_TCG_THREAD=multi restores the default.
-qemu_opts="-accel tcg,thread=${VM_TCG_THREAD:-single}"
+qemu_opts="-accel tcg,thread=${VM_TCG_THREAD:-single} ${VM_QEMU_EXTRA:-}"
 # A topology for the vCPUs (qemu merges this -smp with vng's own).
 [ -n "${VM_SMP:-}" ] && qemu_opts+=" -smp $VM_CPUS,$VM_SMP"
 vng_args+=("--qemu-opts=$qemu_opts")
