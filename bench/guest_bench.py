@@ -174,9 +174,14 @@ def quantile(values, q):
     return round(values[min(len(values) - 1, int(q * len(values)))]) if values else None
 
 
+def nice5_hogs():
+    """One nice 5 CPU hog per CPU (`stress-ng --cpu N`), for 40 s at most."""
+    return subprocess.Popen(["nice", "-n", "5", "stress-ng", "--cpu", str(NCPU), "--timeout", "40s"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/tmp")
+
+
 def cyclictest():
-    hog = subprocess.Popen(["nice", "-n", "5", "stress-ng", "--cpu", str(NCPU), "--timeout", "40s"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/tmp")
+    hog = nice5_hogs()
     time.sleep(2)
     buckets = 20000
     trace_start()
@@ -242,8 +247,7 @@ def run_reqresp(seconds, prefix=()):
 
 
 def mix():
-    hog = subprocess.Popen(["nice", "-n", "5", "stress-ng", "--cpu", str(NCPU), "--timeout", "40s"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/tmp")
+    hog = nice5_hogs()
     time.sleep(1)
     subprocess.run(["nice", "-n", "-5", "cyclictest", "--policy=other", "-t", str(NCPU), "-D", "6",
                     "-q", "-i", "1000"], capture_output=True, timeout=120)
