@@ -28,12 +28,16 @@
 #        to a task as runtime; VM_APPEND="" boots it so)
 #        VM_MODULE_BLACKLIST  modules the guest must not load (default: drivers
 #        for emulated hardware the tests do not use; empty = none)
-#        VM_QEMU_EXTRA  more qemu options, e.g. "-icount shift=1,sleep=on":
-#        the guest's clock then follows the instructions emulated (2 ns each),
-#        so BPF ns per call counts instructions and repeats within a few
-#        percent from run to run, where the host's speed otherwise moves it
-#        2-3x within one boot (bench/ab-icount-report.md); not for latency or
-#        stall tests (see that report)
+#        VM_QEMU_EXTRA  more qemu options, e.g.
+#        "-icount shift=1,sleep=on -cpu max,-hypervisor": the guest's clock
+#        then follows the instructions emulated (2 ns each), so BPF ns per
+#        call counts instructions and repeats within a few percent from run
+#        to run, where the host's speed otherwise moves it 2-3x within one
+#        boot (bench/ab-icount-report.md); not for latency tests. Keep
+#        -hypervisor with icount: it gives the guest its fair queued
+#        spinlock, where the unfair one it uses under a hypervisor starves a
+#        vCPU in icount's turn-taking until the RCU stall detector ejects
+#        the scheduler (the report's notes)
 #
 # VMs run one at a time: a second vm-run.sh waits for the first (a lock file
 # in ~/.cache/scx_fairquota).
