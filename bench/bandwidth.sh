@@ -10,6 +10,12 @@
 #        once, starting one further along the list each round, so the
 #        emulation's drift within the boot hits them alike. The report gives
 #        the median of the rounds and each round.
+#        BW_REPORT, BW_PNG: where the report and the plot go (default
+#        bench/bandwidth-report.md, bench/nginx-latency.png).
+#        VM_QEMU_EXTRA: passed to the VM (scripts/vm-run.sh) and named in the
+#        report; with "-icount shift=1,sleep=off -cpu max,-hypervisor" the
+#        guest's clock counts instructions and a round repeats within a few
+#        percent (bench/bandwidth-icount-report.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -41,6 +47,8 @@ for r in $(seq 0 "$ROUNDS"); do
     done
 done
 VM_CPUS=2 VM_MEMORY=3G VM_TIMEOUT=5400 scripts/vm-run.sh --rwdir "$out" -- "${guest}true"
-"$venv/bin/python" bench/bw_report.py "$out" "sudo bench/bandwidth.sh (ROUNDS=$ROUNDS), build $(git rev-parse --short HEAD)" \
-    bench/nginx-latency.png > bench/bandwidth-report.md
-echo "wrote bench/bandwidth-report.md and bench/nginx-latency.png"
+report="${BW_REPORT:-bench/bandwidth-report.md}"
+png="${BW_PNG:-bench/nginx-latency.png}"
+cmd="sudo bench/bandwidth.sh (ROUNDS=$ROUNDS), build $(git rev-parse --short HEAD)"
+"$venv/bin/python" bench/bw_report.py "$out" "$cmd" "$png" > "$report"
+echo "wrote $report and $png"

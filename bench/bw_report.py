@@ -10,6 +10,7 @@ import json
 import os
 import sys
 
+import emulation
 import matplotlib
 
 matplotlib.use("Agg")
@@ -79,8 +80,10 @@ def main():
     kernel = next(iter(next(iter(res.values())).values()))["kernel"]
     rounds, rows, fairs = round_rows(res)
     print("# Bandwidth benchmark: nginx under a 20% cpu.max, and share errors\n")
-    print(f"- command: `{cmd}`")
-    print(f"- kernel: {kernel} (Debian sid, sched_ext), virtme-ng VM, 2 vCPUs, single-threaded TCG")
+    print(f"- command: `{emulation.command(cmd)}`")
+    print(emulation.vm_line(kernel, 2))
+    if emulation.clock_line():
+        print(emulation.clock_line())
     print(f"- date: {datetime.date.today().isoformat()}")
     print(f"- all rows ran in one VM boot: {len(rounds)} nginx rounds, each running every scheduler "
           "once, starting one further along the list each round (so a drift of the emulation's "
@@ -123,7 +126,7 @@ def main():
             cells = [f"{fmt(n['rps'], 0)}, {fmt(n.get('pct_fair'), 0)}%, {fmt(n['p99_ms'], 1)}"
                      if lim != "max" else f"{fmt(n['rps'], 0)}, , {fmt(n['p99_ms'], 1)}" for n in ns]
             print(f"| {NAMES[lb]} | {lim} | " + " | ".join(cells) + " |")
-    print("\n![nginx p99 latency per period](nginx-latency.png)\n")
+    print(f"\n![nginx p99 latency per period]({os.path.basename(png)})\n")
     print("## Share error of every (quota, period) under cpu.max\n")
     print("CPU hogs in one cgroup per pair (two for 150000/100000), the single-CPU pairs at once "
           "(1.2 CPUs of 2), each measured from /proc/PID/schedstat over 12 s (8 s for 150000/100000).\n")
