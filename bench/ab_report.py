@@ -59,10 +59,7 @@ def main():
         rows += [k for k in ms[c] if k not in rows]
     kernel = next((r["kernel"] for r in runs.values()), "?")
     print(f"# A/B: scx_fairquota {a} vs {b}\n")
-    print(f"- command: `{emulation.command(cmd)}`")
-    print(emulation.vm_line(kernel, next((r["ncpu"] for r in runs.values()), "?")))
-    if emulation.clock_line():
-        print(emulation.clock_line())
+    print(emulation.header(cmd, kernel, next((r["ncpu"] for r in runs.values()), "?")))
     print(f"- date: {datetime.date.today().isoformat()}")
     print(f"- one VM boot: the default scheduler once, then {rounds} rounds of both builds in "
           "alternating order (the emulation's speed drifts within a boot); B / A is the ratio "

@@ -80,10 +80,7 @@ def main():
     kernel = next(iter(next(iter(res.values())).values()))["kernel"]
     rounds, rows, fairs = round_rows(res)
     print("# Bandwidth benchmark: nginx under a 20% cpu.max, and share errors\n")
-    print(f"- command: `{emulation.command(cmd)}`")
-    print(emulation.vm_line(kernel, 2))
-    if emulation.clock_line():
-        print(emulation.clock_line())
+    print(emulation.header(cmd, kernel, 2))
     print(f"- date: {datetime.date.today().isoformat()}")
     print(f"- all rows ran in one VM boot: {len(rounds)} nginx rounds, each running every scheduler "
           "once, starting one further along the list each round (so a drift of the emulation's "

@@ -5,11 +5,15 @@ the guest's clock to the instructions emulated."""
 import os
 
 
-def vm_line(kernel, ncpu=None):
-    """The report's "- kernel:" line."""
+def header(cmd, kernel, ncpu=None):
+    """A report's "- command:", "- kernel:" and (under icount) "- clock:"
+    lines, joined by newlines."""
     cpus = f", {ncpu} vCPUs" if ncpu else ""
-    return (f"- kernel: {kernel} (Debian sid, sched_ext), virtme-ng VM under single-threaded "
-            f"TCG{cpus}")
+    lines = [f"- command: `{command(cmd)}`",
+             f"- kernel: {kernel} (Debian sid, sched_ext), virtme-ng VM under single-threaded "
+             f"TCG{cpus}"]
+    clock = clock_line()
+    return "\n".join(lines + [clock] if clock else lines)
 
 
 def clock_line():

@@ -69,10 +69,7 @@ def main():
     kernel = next((r[0]["kernel"] for c in res.values() for r in c.values() if r), "?")
     rounds = max((len(r) for c in res.values() for r in c.values()), default=0)
     print("# Core benchmarks: scx_fairquota vs the default scheduler\n")
-    print(f"- command: `{emulation.command(cmd)}`")
-    print(emulation.vm_line(kernel))
-    if emulation.clock_line():
-        print(emulation.clock_line())
+    print(emulation.header(cmd, kernel))
     print(f"- date: {datetime.date.today().isoformat()}")
     print("- each column ran in the same VM boot, one after the other; ratios are "
           "scx_fairquota / default (baseline = the build before core v2)")
