@@ -33,7 +33,9 @@
 #        then follows the instructions emulated (2 ns each), so BPF ns per
 #        call counts instructions and repeats within a few percent from run
 #        to run, where the host's speed otherwise moves it 2-3x within one
-#        boot (bench/ab-icount-report.md); not for latency tests. Keep
+#        boot (bench/ab-icount-report.md); with sleep=off whole benchmarks
+#        repeat (bench/bandwidth-icount-report.md), except cyclictest's
+#        wakeup latencies beside busy vCPUs (bench/core-icount-report.md). Keep
 #        -hypervisor with icount: it gives the guest its fair queued
 #        spinlock, where the unfair one it uses under a hypervisor starves a
 #        vCPU in icount's turn-taking until the RCU stall detector ejects
