@@ -34,15 +34,18 @@
  *    picks), so the CPU splits by weight and a nice 0 task is not kept
  *    behind a nice 5 task's long virtual turn. Each CPU has a clock
  *    that follows the tasks it starts, or the task whose turn just ended
- *    if it is behind and still runnable (written by that CPU only); a task
+ *    if it is behind and still runnable (written by that CPU only). A
+ *    task's vtime counts from the clock of the CPU it last ran on; queued
+ *    from another CPU, it carries its lag or lead over to that CPU's
+ *    clock (carry_lag(), as EEVDF does on migration). A task
  *    queued from a CPU is kept within bounds of its clock: at most
  *    SLEEP_CREDIT_SLICES slices of credit for a sleep, a lag of
  *    RUNNABLE_LAG_SLICES slices if it stayed runnable (or waited
  *    throttled), a waking task at most one turn of its own ahead. CPUs
  *    whose tasks' vtimes move at different speeds (pinned tasks of
  *    different nice) so never push one another's tasks to a bound. The
- *    LLC's clock (the fastest) places new tasks and tasks that change
- *    LLC, and stands in for a CPU's once it idles. A turn is
+ *    LLC's clock (the fastest) places new tasks (carried to their CPU's
+ *    when first queued), and stands in for a CPU's once it idles. A turn is
  *    slice_ns (split mode: divided by the RR tasks waiting per CPU of the
  *    LLC, plus one), decided when the turn
  *    starts. A waking RR task preempts the running RR turn with the
@@ -658,6 +661,8 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	cg_pending_switch(tctx, &cfg);
 	unpark(p, tctx, &cfg, now);
 	set_task_llc(tctx, cpu, llc);
+	/* Its turn moves this CPU's clock (advance_clocks()). */
+	tctx->clock_cpu = cpu;
 	tctx->last_exec_ns = p->se.sum_exec_runtime;
 	tctx->exec_at_ns = now;
 	tctx->unseen_ns = 0;
@@ -806,6 +811,7 @@ s32 BPF_STRUCT_OPS(fairquota_init_task, struct task_struct *p,
 	tctx->nice = task_nice(p);
 	tctx->llc = llc_of(scx_bpf_task_cpu(p));
 	tctx->rr_cpu = -1;
+	tctx->clock_cpu = -1;
 	lctx = try_lookup_llc_ctx(tctx->llc);
 	if (lctx)
 		tctx->vtime = READ_ONCE(lctx->vtime_now);

@@ -438,6 +438,43 @@ static u64 cpu_clock(s32 cpu)
 }
 
 /*
+ * @tctx is queued from @cpu: carry its vtime over from the clock it counts
+ * from (the CPU it last ran on or was queued from; its LLC's when it is new
+ * or was pulled from another LLC) to @cpu's, keeping its lag or lead, as
+ * EEVDF carries a task's lag across a migration. Two CPUs' clocks move at
+ * the speeds of their own tasks and drift apart (credited_vtime()), so a
+ * vtime read against another CPU's clock is a lag or a lead the task never
+ * had, and the limits below bound a lag, not a lead. A nice 0 hog moved by
+ * taskset from a CPU where a nice 10 hog had run the clock far ahead to
+ * one shared by a nice 0 pair got 0.2% of that CPU instead of a third: it
+ * waited for the guard's 1 s bound at every turn. Moved the other way, a
+ * task took the others' turns up to the lag limit. Only a task that
+ * changes CPU pays the read of the old CPU's clock.
+ */
+static void carry_lag(struct task_ctx *tctx, s32 cpu)
+{
+	struct llc_ctx *lctx;
+	u64 from, to, v = tctx->vtime;
+
+	if (tctx->clock_cpu == cpu)
+		return;
+	if (tctx->clock_cpu >= 0) {
+		from = cpu_clock(tctx->clock_cpu);
+	} else {
+		lctx = try_lookup_llc_ctx(tctx->llc);
+		from = lctx ? READ_ONCE(lctx->vtime_now) : 0;
+	}
+	to = cpu_clock(cpu);
+	tctx->clock_cpu = cpu;
+	if (!from || !to)
+		return;
+	if (v >= from)
+		tctx->vtime = to + (v - from);
+	else
+		tctx->vtime = to > from - v ? to - (from - v) : 0;
+}
+
+/*
  * @tctx's vtime with its lag limited to @credit_ns (weighted) behind
  * @now, the clock of the CPU it is queued from (cpu_clock()).
  *
@@ -482,8 +519,11 @@ static u64 credited_vtime(const struct task_ctx *tctx, u64 credit_ns,
 static void rr_wake(struct task_ctx *tctx, const struct fq_config *cfg,
 		    s32 cpu)
 {
-	u64 now = cpu_clock(cpu), ceil = vtime_cost(cfg->slice_ns, tctx->weight);
-	u64 v = credited_vtime(tctx, SLEEP_CREDIT_SLICES * cfg->slice_ns, now);
+	u64 now, ceil = vtime_cost(cfg->slice_ns, tctx->weight), v;
+
+	carry_lag(tctx, cpu);
+	now = cpu_clock(cpu);
+	v = credited_vtime(tctx, SLEEP_CREDIT_SLICES * cfg->slice_ns, now);
 
 	if (tctx->turn_step > ceil)
 		ceil = tctx->turn_step;
@@ -506,6 +546,7 @@ static void rr_wake(struct task_ctx *tctx, const struct fq_config *cfg,
 static void rr_requeue(struct task_ctx *tctx, const struct fq_config *cfg,
 		       s32 cpu)
 {
+	carry_lag(tctx, cpu);
 	tctx->vtime = credited_vtime(tctx, RUNNABLE_LAG_SLICES *
 					   cfg->slice_ns, cpu_clock(cpu));
 }
@@ -618,6 +659,7 @@ static void set_task_llc(struct task_ctx *tctx, s32 cpu, u32 llc)
 		return;
 	tctx->llc = llc;
 	tctx->vtime = cpu_clock(cpu);
+	tctx->clock_cpu = cpu;
 }
 
 /*
@@ -1264,6 +1306,7 @@ static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 			llc_hint_set(llc, DSQ_RR);
 			WRITE_ONCE(tctx->llc, llc);
 			WRITE_ONCE(tctx->vtime, vtime);
+			WRITE_ONCE(tctx->clock_cpu, -1);
 			kwait_note(p, tctx, llc, READ_ONCE(tctx->enq_at_ns));
 			/* One task's worth moved: act on the rest later. */
 			WRITE_ONCE(lctx->waiting_avg, mine + WAIT_AVG_ONE);

@@ -126,7 +126,7 @@ struct task_ctx {
 	u8 tick_kernel;		/* its last tick found it in the kernel */
 	s32 rr_cpu;		/* CPU whose nr_rr_waiting counts it, or -1 */
 	u32 rel_pending;	/* released by its cgroups, not run yet */
-	u32 __pad2;
+	s32 clock_cpu;		/* CPU whose clock vtime counts from, -1 its LLC's */
 };
 
 struct {

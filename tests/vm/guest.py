@@ -450,6 +450,18 @@ def scenario_weight(out):
     os.kill(old.pid, signal.SIGCONT)
     wake_first = measure([old.pid, new.pid], 1)
     kill_all([old, new])
+    # A hog moved by an affinity change from CPU 0, whose clock a nice 10
+    # hog ran far ahead (9.3 s of vtime per second), to CPU 1, where a nice
+    # 0 pair ran (0.5 s per second): it carries its place over, not a lead
+    # of 25 s in CPU 1's terms, and gets its third of CPU 1 at once.
+    fast = spawn_hog(10, cpus=0)
+    pair = [spawn_hog(0, cpus=1) for _ in range(2)]
+    time.sleep(3)
+    moved = spawn_hog(0, cpus=0)
+    time.sleep(1)
+    os.sched_setaffinity(moved.pid, {1})
+    moved_parts = measure([moved.pid] + [h.pid for h in pair], 3)
+    kill_all([fast, moved] + pair)
     # SCHED_IDLE at nice -5 beside a nice 0 hog: the policy, not the nice,
     # decides (RR at the kernel's idle weight, never FIFO).
     n0 = spawn_hog(0, cpus=1)
@@ -475,7 +487,7 @@ def scenario_weight(out):
     return {"nice0_share": s0, "nice5_share": s5, "state_during": state, "rc": rc,
             "crowd_nice0": crowd[:20], "crowd_nice10": crowd[20:], "crowd_s": crowd_s,
             "join_first": join_first, "join_next": join_next, "wake_first": wake_first,
-            "idle_shares": idle_shares,
+            "idle_shares": idle_shares, "moved_parts": moved_parts,
             "idle_class": idle_rows[-1]["class"] if idle_rows else None,
             "after": sched_state(), "stderr": d.stderr()}
 
