@@ -775,7 +775,16 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 		cctx->stop_vtime = runnable && tctx->class == CLASS_RR ?
 				   tctx->vtime : 0;
 	trace_task(TRACE_STOP, p, tctx, runnable, now);
-	tctx->ran_out = runnable && turn_ran_out(tctx, now);
+	/*
+	 * A turn preempted early (a per-CPU kworker's wakeup) leaves the
+	 * mark as it was: the task goes on as CPU-bound as before, and its
+	 * resumed turn, left to the tick, ran 4 ms of a 1.5 ms slice. The
+	 * CPU's mark (arm_slice_timer()) ignores per-CPU kernel threads.
+	 */
+	tctx->ran_out = runnable && (tctx->ran_out || turn_ran_out(tctx, now));
+	if (cctx && !is_pcpu_kthread(p))
+		cctx->last_ran_out = tctx->ran_out &&
+				     tctx->class == CLASS_RR;
 	dsleep_stop(p, tctx, &cfg, runnable);
 	/* A FIFO task preempted while running resumes at the head. */
 	tctx->fifo_head = runnable && tctx->class == CLASS_FIFO &&

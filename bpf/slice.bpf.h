@@ -195,9 +195,14 @@ static bool tick_cuts_quota(const struct task_ctx *tctx,
  * A turn of @tctx of @slice ns (@cut: its tokens cut it, task_slice())
  * starts on @cctx's CPU, of @llc: arm the slice timer if the turn may have
  * to end between ticks. A FIFO turn in a limited cgroup is timed, so its
- * quota ends on time. An RR turn is timed from its start if the task ran
- * its last turn until its slice was taken (a CPU-bound task: it will
- * likely use this one up too) and others wait, or, for a task under a
+ * quota ends on time. An RR turn is timed from its start if others wait
+ * and the task ran its last turn until its slice was taken (a CPU-bound
+ * task: it will likely use this one up too) or the CPU's last turn was so
+ * taken (CPU-bound tasks take turns here: one that blocked before, new
+ * or woken, likely joins them; such a turn started at the tick that ended
+ * the last, and ran a whole tick: 4 processes started on one CPU at once
+ * waited 12-16 ms for their turns, 3 ticks, where the slices say 4.5), or,
+ * for a task under a
  * quota or a limited cgroup, whatever waits; a limited turn shorter than
  * the configured slice (its tokens, split mode or the RR budget cut it)
  * is always timed, so a quota ends on time. Not where the tick may end
@@ -240,7 +245,7 @@ static __always_inline void arm_slice_timer(struct cpu_ctx *cctx,
 		cctx->quota_at_tick = true;
 		timed = false;
 	} else {
-		timed = tctx->ran_out &&
+		timed = (tctx->ran_out || cctx->last_ran_out) &&
 			scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc));
 	}
 	if (!slice_timer_take(cctx, slice, timed) && timed)

@@ -60,23 +60,25 @@ static void read_config(struct fq_config *cfg)
 	u64 *seqp, seq;
 	int i;
 
-	*cfg = config_fallback;
 	seqp = bpf_map_lookup_elem(&config_seq, &zero);
 	if (!seqp)
-		return;
+		goto fallback;
 	for (i = 0; i < 4; i++) {
 		seq = READ_ONCE(*seqp);
 		idx = seq & 1;
 		slot = bpf_map_lookup_elem(&config_slots, &idx);
 		if (!slot)
-			return;
+			goto fallback;
 		__builtin_memcpy(cfg, slot, sizeof(*cfg));
 		barrier();
 		if (READ_ONCE(*seqp) == seq)
 			break;
 	}
-	if (!cfg->slice_ns || !cfg->period_ns || !cfg->guard_ns)
-		*cfg = config_fallback;
+	if (cfg->slice_ns && cfg->period_ns && cfg->guard_ns)
+		return;
+	/* Copied only when needed: every callback reads the config. */
+fallback:
+	*cfg = config_fallback;
 }
 
 /* ------------------------------------------------------------- per task */
@@ -177,6 +179,7 @@ struct cpu_ctx {
 	u8 curr_bturn;		/* its turn is on the RR budget */
 	u8 bud_ask;		/* BUD_ASKED / BUD_PICKED (rr_budget_ask()) */
 	u8 quota_at_tick;	/* its tokens end its turn, at a tick */
+	u8 last_ran_out;	/* RR: the last turn here ran its slice out */
 	s64 nr_rr_waiting;	/* queued RR tasks assigned to this CPU */
 	u64 timer_at;		/* the slice timer's deadline (ktime ns) */
 	u64 timer_slice;	/* the slice it was armed for */
