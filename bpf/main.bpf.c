@@ -63,7 +63,9 @@
  *    would end more than 1 ms late, so slices are honored within 1 ms; it is
  *    started only for turns that may need it (arm_slice_timer(): a turn that
  *    blocks before a tick costs no timer, under a quota too unless its tokens
- *    cut it short; the first CPU-bound turn of a task that blocked early before
+ *    cut it short; a turn of a task that ran its last turn out, or that
+ *    follows such a turn on its CPU, is timed when others wait; a first
+ *    CPU-bound turn after blocking early on a CPU whose last turn blocked
  *    may run up to a tick past a slice shorter than a tick). A limited task
  *    whose quotas are all at least half a tick is left to the tick where
  *    its tokens cut its turn; its RR slices are timed as an unlimited
@@ -606,11 +608,14 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	u32 llc = llc_of(cpu);
 	u64 now = bpf_ktime_get_ns();
+	struct cpu_ctx *cctx;
 	struct fq_config cfg;
 
 	read_config(&cfg);
 	fq_llc_timer_keep(llc, &cfg, now);
 	fq_llc_sweep(now);
+	if ((cctx = try_lookup_cpu_ctx(cpu)))
+		cctx->tick_at = now;
 	if (!tctx)
 		return;
 	fq_charge(p, tctx, &cfg, now, false);
@@ -775,16 +780,20 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 		cctx->stop_vtime = runnable && tctx->class == CLASS_RR ?
 				   tctx->vtime : 0;
 	trace_task(TRACE_STOP, p, tctx, runnable, now);
+	tctx->ran_out = runnable && turn_ran_out(tctx, now);
 	/*
-	 * A turn preempted early (a per-CPU kworker's wakeup) leaves the
-	 * mark as it was: the task goes on as CPU-bound as before, and its
-	 * resumed turn, left to the tick, ran 4 ms of a 1.5 ms slice. The
-	 * CPU's mark (arm_slice_timer()) ignores per-CPU kernel threads.
+	 * The CPU's mark (arm_slice_timer()): set by an RR turn that ran
+	 * out, cleared by one that blocked or a FIFO turn, left as it was by
+	 * a turn preempted early and by per-CPU kernel threads: a hog that a
+	 * kworker preempted for 20 us at a tick resumed untimed and ran 4 ms
+	 * of a 1.5 ms slice.
 	 */
-	tctx->ran_out = runnable && (tctx->ran_out || turn_ran_out(tctx, now));
-	if (cctx && !is_pcpu_kthread(p))
-		cctx->last_ran_out = tctx->ran_out &&
-				     tctx->class == CLASS_RR;
+	if (cctx && !is_pcpu_kthread(p)) {
+		if (tctx->ran_out && tctx->class == CLASS_RR)
+			cctx->last_ran_out = true;
+		else if (!runnable || tctx->class != CLASS_RR)
+			cctx->last_ran_out = false;
+	}
 	dsleep_stop(p, tctx, &cfg, runnable);
 	/* A FIFO task preempted while running resumes at the head. */
 	tctx->fifo_head = runnable && tctx->class == CLASS_FIFO &&

@@ -192,6 +192,20 @@ static bool tick_cuts_quota(const struct task_ctx *tctx,
 }
 
 /*
+ * Return true if a turn of @slice ns starting now on @cctx's CPU would
+ * end more than SLICE_TICK_SLACK_NS before the CPU's next tick, going by
+ * when its last one came (true if that is not known).
+ */
+static bool tick_far(const struct cpu_ctx *cctx, u64 slice, u64 now)
+{
+	u64 tick = READ_ONCE(tick_ns), next = cctx->tick_at + tick;
+
+	if (!tick || !cctx->tick_at || now >= next)
+		return true;
+	return now + slice + SLICE_TICK_SLACK_NS < next;
+}
+
+/*
  * A turn of @tctx of @slice ns (@cut: its tokens cut it, task_slice())
  * starts on @cctx's CPU, of @llc: arm the slice timer if the turn may have
  * to end between ticks. A FIFO turn in a limited cgroup is timed, so its
@@ -201,7 +215,10 @@ static bool tick_cuts_quota(const struct task_ctx *tctx,
  * taken (CPU-bound tasks take turns here: one that blocked before, new
  * or woken, likely joins them; such a turn started at the tick that ended
  * the last, and ran a whole tick: 4 processes started on one CPU at once
- * waited 12-16 ms for their turns, 3 ticks, where the slices say 4.5), or,
+ * waited 12-16 ms for their turns, 3 ticks, where the slices say 4.5) and
+ * the next tick would end it late (tick_far(): a wakeup-driven task that
+ * preempts a hog otherwise started a timer it blocked before, 0.17 per
+ * turn of a ping-pong beside a hog, 0.05 before), or,
  * for a task under a
  * quota or a limited cgroup, whatever waits; a limited turn shorter than
  * the configured slice (its tokens, split mode or the RR budget cut it)
@@ -245,7 +262,9 @@ static __always_inline void arm_slice_timer(struct cpu_ctx *cctx,
 		cctx->quota_at_tick = true;
 		timed = false;
 	} else {
-		timed = (tctx->ran_out || cctx->last_ran_out) &&
+		timed = (tctx->ran_out ||
+			 (cctx->last_ran_out &&
+			  tick_far(cctx, slice, bpf_ktime_get_ns()))) &&
 			scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc));
 	}
 	if (!slice_timer_take(cctx, slice, timed) && timed)

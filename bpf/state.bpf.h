@@ -188,6 +188,7 @@ struct cpu_ctx {
 	u64 kick_lag;		/* kick to next turn, last seen (<= CHAIN_LAG_MAX_NS) */
 	u64 bud_start_ns;	/* RR budget: when its window started */
 	u64 bud_used_ns;	/* RR budget: RR time charged in that window */
+	u64 tick_at;		/* when this CPU's last tick ran ops.tick() */
 };
 
 struct {
