@@ -816,7 +816,6 @@ s32 BPF_STRUCT_OPS(fairquota_init_task, struct task_struct *p,
 		   struct scx_init_task_args *args)
 {
 	struct task_ctx *tctx;
-	struct llc_ctx *lctx;
 
 	if (test_verifier_reject)
 		return *(volatile s32 *)(u64)p->pid;
@@ -830,9 +829,7 @@ s32 BPF_STRUCT_OPS(fairquota_init_task, struct task_struct *p,
 	tctx->llc = llc_of(scx_bpf_task_cpu(p));
 	tctx->rr_cpu = -1;
 	tctx->clock_cpu = -1;
-	lctx = try_lookup_llc_ctx(tctx->llc);
-	if (lctx)
-		tctx->vtime = READ_ONCE(lctx->vtime_now);
+	tctx->vtime = llc_clock(tctx->llc);
 	return 0;
 }
 

@@ -419,6 +419,14 @@ static void set_curr_turn(struct cpu_ctx *cctx, u64 vtime, u64 slice_ns,
 	cctx->curr_deadline = vtime + cctx->curr_span;
 }
 
+/* The RR clock of @llc (where new tasks are placed), 0 if unknown. */
+static u64 llc_clock(u32 llc)
+{
+	struct llc_ctx *lctx = try_lookup_llc_ctx(llc);
+
+	return lctx ? READ_ONCE(lctx->vtime_now) : 0;
+}
+
 /*
  * The RR clock of @cpu: it follows the tasks started there
  * (advance_clocks()) while it stays busy; its LLC's clock once it went
@@ -428,13 +436,9 @@ static void set_curr_turn(struct cpu_ctx *cctx, u64 vtime, u64 slice_ns,
 static u64 cpu_clock(s32 cpu)
 {
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
-	struct llc_ctx *lctx;
 	u64 now = cctx ? READ_ONCE(cctx->vclock) : 0;
 
-	if (now)
-		return now;
-	lctx = try_lookup_llc_ctx(llc_of(cpu));
-	return lctx ? READ_ONCE(lctx->vtime_now) : 0;
+	return now ?: llc_clock(llc_of(cpu));
 }
 
 /*
@@ -453,17 +457,12 @@ static u64 cpu_clock(s32 cpu)
  */
 static void carry_lag(struct task_ctx *tctx, s32 cpu)
 {
-	struct llc_ctx *lctx;
 	u64 from, to, v = tctx->vtime;
 
 	if (tctx->clock_cpu == cpu)
 		return;
-	if (tctx->clock_cpu >= 0) {
-		from = cpu_clock(tctx->clock_cpu);
-	} else {
-		lctx = try_lookup_llc_ctx(tctx->llc);
-		from = lctx ? READ_ONCE(lctx->vtime_now) : 0;
-	}
+	from = tctx->clock_cpu >= 0 ? cpu_clock(tctx->clock_cpu) :
+				      llc_clock(tctx->llc);
 	to = cpu_clock(cpu);
 	tctx->clock_cpu = cpu;
 	if (!from || !to)
