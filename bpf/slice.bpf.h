@@ -212,15 +212,18 @@ static bool tick_far(const struct cpu_ctx *cctx, u64 slice, u64 now)
  * quota ends on time. An RR turn is timed from its start if others wait
  * and the task ran its last turn until its slice was taken (a CPU-bound
  * task: it will likely use this one up too) or the CPU's last turn was so
- * taken (CPU-bound tasks take turns here: one that blocked before, new
- * or woken, likely joins them; such a turn started at the tick that ended
- * the last, and ran a whole tick: 4 processes started on one CPU at once
- * waited 12-16 ms for their turns, 3 ticks, where the slices say 4.5) and
- * the next tick would end it late (tick_far(): a wakeup-driven task that
- * preempts a hog otherwise started a timer it blocked before, 0.17 per
- * turn of a ping-pong beside a hog, 0.05 before), or,
- * for a task under a
- * quota or a limited cgroup, whatever waits; a limited turn shorter than
+ * taken (CPU-bound tasks take turns here: a new task, or one a wakeup or
+ * a kworker preempted early, likely joins them; such a turn started at
+ * the tick that ended the last and ran a whole tick, 4 ms of a 1.5 ms
+ * slice), the task is not wakeup-driven (blocks_early: its last turn not
+ * preempted early blocked before half its slice) and the next tick would
+ * end it late (tick_far()). A wakeup-driven task that preempts a hog
+ * otherwise starts a timer it blocks before: 0.12-0.14 such timers per
+ * turn of a ping-pong beside a hog, 0.225 in a CI run, where the hog's
+ * own preempted turns leave 0.07-0.10. The price: a process that turns
+ * CPU-bound after blocking early (its start-up's page faults) runs its
+ * first such turn to the tick. For a task under a quota or a
+ * limited cgroup, whatever waits; a limited turn shorter than
  * the configured slice (its tokens, split mode or the RR budget cut it)
  * is always timed, so a quota ends on time. Not where the tick may end
  * the quota (tick_cuts_quota()): a turn its tokens cut is left to the
@@ -263,7 +266,7 @@ static __always_inline void arm_slice_timer(struct cpu_ctx *cctx,
 		timed = false;
 	} else {
 		timed = (tctx->ran_out ||
-			 (cctx->last_ran_out &&
+			 (cctx->last_ran_out && !tctx->blocks_early &&
 			  tick_far(cctx, slice, bpf_ktime_get_ns()))) &&
 			scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc));
 	}
