@@ -13,6 +13,45 @@
 #define __FAIRQUOTA_SLICE_BPF_H
 
 /*
+ * The turn the slice timer of @cctx's CPU (@cpu) was armed for ended
+ * before it fired: take the turn running now, an RR turn others wait
+ * for, left untimed (most turns that follow a wakeup-driven one are,
+ * arm_slice_timer()): re-arm for the end of its slice, or end it now if
+ * it has run its slice out already, and return true. Return false if
+ * there is nothing to take: the timer stays off until a turn starts it.
+ * Why: a turn that blocked early clears the CPU's ran-out mark, so the
+ * first CPU-bound turns of processes started on one CPU at once, between
+ * their page faults, each ran from one tick to the next (4 ms of a 1.5 ms
+ * slice; the last of 4 waited 15-16 ms where the default scheduler's
+ * longest wait was 6.3 ms). A start from the timer's own callback is
+ * made at once, not deferred as one from a sched_ext callback is, and
+ * a timer fires at most once per slice this way, however many short
+ * turns run in between: the count of useless firings follows time, not
+ * turns.
+ */
+static bool slice_timer_follow(struct cpu_ctx *cctx, struct bpf_timer *timer,
+			       s32 cpu, u64 now)
+{
+	u64 end = cctx->turn_end_at;
+
+	if (!end || !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc_of(cpu))))
+		return false;
+	cctx->timer_turn = cctx->turn;
+	cctx->timer_at = end;
+	stat_inc(CNT_SLICE_ARM);
+	stat_inc(CNT_SLICE_FOLLOW);
+	if (end > now) {
+		bpf_timer_start(timer, end,
+				BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
+		return true;
+	}
+	/* Past its slice already: end it now (not a late timer). */
+	stat_inc(CNT_SLICE_TIMER);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	return true;
+}
+
+/*
  * End the running turn on this CPU if it is still the one the timer is
  * for, and arm the timer again for the turn the kick starts: a CPU-bound
  * task's turn that follows a timed one will most likely be timed too
@@ -24,6 +63,9 @@ static int slice_timerfn(void *map, int *key, struct bpf_timer *timer)
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	u64 now = bpf_ktime_get_ns();
 
+	if (cctx && cctx->curr_valid && cctx->turn != cctx->timer_turn &&
+	    slice_timer_follow(cctx, timer, cpu, now))
+		return 0;
 	if (cctx && cctx->curr_valid && cctx->turn == cctx->timer_turn) {
 		stat_inc(CNT_SLICE_TIMER);
 		/*
@@ -249,6 +291,9 @@ static __always_inline void arm_slice_timer(struct cpu_ctx *cctx,
 	bool timed;
 
 	cctx->quota_at_tick = false;
+	/* What a timer whose turn ended early may take (slice_timer_follow()). */
+	cctx->turn_end_at = tctx->class == CLASS_RR && !cut && slice ?
+			    bpf_ktime_get_ns() + slice : 0;
 	/* A turn on a spent quota (fairquota_running()) ends at once. */
 	if (!slice) {
 		slice_timer_take(cctx, 0, false);

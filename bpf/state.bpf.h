@@ -190,6 +190,7 @@ struct cpu_ctx {
 	u64 bud_start_ns;	/* RR budget: when its window started */
 	u64 bud_used_ns;	/* RR budget: RR time charged in that window */
 	u64 tick_at;		/* when this CPU's last tick ran ops.tick() */
+	u64 turn_end_at;	/* RR: when the running turn's slice ends, or 0 */
 };
 
 struct {

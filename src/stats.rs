@@ -281,6 +281,8 @@ pub struct Metrics {
     pub cg_contended: u64,
     #[stat(desc = "of slice_arm: turns that took the timer re-armed by the kick before them")]
     pub slice_chain: u64,
+    #[stat(desc = "of slice_arm: timers whose turn ended early that took the turn running then")]
+    pub slice_follow: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -362,6 +364,7 @@ impl Metrics {
             ("kernel_head", &mut self.kernel_head),
             ("cg_contended", &mut self.cg_contended),
             ("slice_chain", &mut self.slice_chain),
+            ("slice_follow", &mut self.slice_follow),
         ]
     }
 
