@@ -291,7 +291,7 @@ enum counter_idx {
 	CNT_KERNEL_HEAD,	/* a FIFO task cut in the kernel went first, behind FIFO work */
 	CNT_CG_CONTENDED,	/* cgroup charges that lost CG_CHARGE_TRIES races: tokens only */
 	CNT_SLICE_CHAIN,	/* of slice_arm: a turn took the timer its kick armed */
-	CNT_SLICE_FOLLOW,	/* of slice_arm: a timer whose turn ended early took the next */
+	CNT_SLICE_FOLLOW,	/* a timer whose turn ended early took the untimed one running */
 	NR_COUNTERS,
 };
 

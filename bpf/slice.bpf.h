@@ -38,15 +38,14 @@ static bool slice_timer_follow(struct cpu_ctx *cctx, struct bpf_timer *timer,
 		return false;
 	cctx->timer_turn = cctx->turn;
 	cctx->timer_at = end;
-	stat_inc(CNT_SLICE_ARM);
+	cctx->timer_follow = true;
 	stat_inc(CNT_SLICE_FOLLOW);
 	if (end > now) {
 		bpf_timer_start(timer, end,
 				BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
 		return true;
 	}
-	/* Past its slice already: end it now (not a late timer). */
-	stat_inc(CNT_SLICE_TIMER);
+	/* Past its slice already: end it now. */
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	return true;
 }
@@ -67,14 +66,17 @@ static int slice_timerfn(void *map, int *key, struct bpf_timer *timer)
 	    slice_timer_follow(cctx, timer, cpu, now))
 		return 0;
 	if (cctx && cctx->curr_valid && cctx->turn == cctx->timer_turn) {
-		stat_inc(CNT_SLICE_TIMER);
 		/*
 		 * Counted so that a slice overrun can be told apart: a
 		 * timer the kernel fires late (a loaded or virtual host)
-		 * from a turn that was never timed.
+		 * from a turn that was never timed. A followed turn
+		 * (slice_timer_follow()) counts in slice_follow alone.
 		 */
-		if (now > cctx->timer_at + SLICE_LATE_NS)
-			stat_inc(CNT_SLICE_LATE);
+		if (!cctx->timer_follow) {
+			stat_inc(CNT_SLICE_TIMER);
+			if (now > cctx->timer_at + SLICE_LATE_NS)
+				stat_inc(CNT_SLICE_LATE);
+		}
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		if (cctx->timer_slice) {
 			cctx->kicked_at = now;
@@ -150,6 +152,7 @@ static void slice_timer_start(struct cpu_ctx *cctx, u64 ns)
 	cctx->timer_turn = cctx->turn;
 	cctx->timer_at = bpf_ktime_get_ns() + ns;
 	cctx->timer_slice = ns;
+	cctx->timer_follow = false;
 	stat_inc(CNT_SLICE_ARM);
 	bpf_timer_start(&cctx->slice_timer, cctx->timer_at,
 			BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
@@ -194,6 +197,7 @@ static bool slice_timer_take(struct cpu_ctx *cctx, u64 slice, bool timed)
 	cctx->timer_turn = cctx->turn;
 	cctx->timer_at = at;
 	cctx->timer_slice = slice;
+	cctx->timer_follow = false;
 	stat_inc(CNT_SLICE_ARM);
 	stat_inc(CNT_SLICE_CHAIN);
 	return true;
