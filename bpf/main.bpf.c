@@ -64,14 +64,18 @@
  *    started only for turns that may need it (arm_slice_timer(): a turn that
  *    blocks before a tick costs no timer, under a quota too unless its tokens
  *    cut it short; a turn of a task that ran its last turn out, or that
- *    follows such a turn on its CPU, is timed when others wait; a first
- *    CPU-bound turn after blocking early on a CPU whose last turn blocked
- *    may run up to a tick past a slice shorter than a tick). A limited task
+ *    follows such a turn on its CPU unless its task is wakeup-driven, is
+ *    timed when others wait; a first CPU-bound turn after blocking early
+ *    may run up to a tick past a slice shorter than a tick unless a
+ *    timer is still running there, below). A limited task
  *    whose quotas are all at least half a tick is left to the tick where
  *    its tokens cut its turn; its RR slices are timed as an unlimited
  *    task's (tick_cuts_quota(), quota_at_tick). The callback that ends a
  *    turn re-arms the timer for the next (slice_timer_take()): a start
  *    from there is immediate, one from a sched_ext callback an irq_work.
+ *    A timer whose turn ended early takes the untimed RR turn running
+ *    when it fires, while others wait (slice_timer_follow()): one firing
+ *    per slice at most, however many short turns run in between.
  *
  * Queue layout. Every LLC has four dispatch queues, DSQ id (llc << 2) |
  * kind: URGENT (FIFO order), FIFO (FIFO order), RR (deadline order) and

@@ -266,9 +266,10 @@ static bool tick_far(const struct cpu_ctx *cctx, u64 slice, u64 now)
  * end it late (tick_far()). A wakeup-driven task that preempts a hog
  * otherwise starts a timer it blocks before: 0.12-0.14 such timers per
  * turn of a ping-pong beside a hog, 0.225 in a CI run, where the hog's
- * own preempted turns leave 0.07-0.10. The price: a process that turns
- * CPU-bound after blocking early (its start-up's page faults) runs its
- * first such turn to the tick. For a task under a quota or a
+ * own preempted turns leave 0.07-0.10. A process that turns CPU-bound
+ * after blocking early (its start-up's page faults) runs its first such
+ * turn to the tick, unless a timer still running on the CPU takes it
+ * (slice_timer_follow()). For a task under a quota or a
  * limited cgroup, whatever waits; a limited turn shorter than
  * the configured slice (its tokens, split mode or the RR budget cut it)
  * is always timed, so a quota ends on time. Not where the tick may end

@@ -281,7 +281,7 @@ pub struct Metrics {
     pub cg_contended: u64,
     #[stat(desc = "of slice_arm: turns that took the timer re-armed by the kick before them")]
     pub slice_chain: u64,
-    #[stat(desc = "slice timers whose turn ended early that took the untimed RR turn running when they fired")]
+    #[stat(desc = "slice timers that took the untimed RR turn running when they fired")]
     pub slice_follow: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
