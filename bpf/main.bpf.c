@@ -672,8 +672,15 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	cg_pending_switch(tctx, &cfg);
 	unpark(p, tctx, &cfg, now);
 	set_task_llc(tctx, cpu, llc);
-	/* Its turn moves this CPU's clock (advance_clocks()). */
-	tctx->clock_cpu = cpu;
+	/*
+	 * Its turn moves this CPU's clock (advance_clocks()). Queued in the
+	 * LLC's queue from another CPU, its vtime still counts from that
+	 * CPU's clock: carry it over. Set without the carry, a hog moved by
+	 * taskset while queued on its old CPU, whose clock a nice 10 hog ran
+	 * far ahead, kept that lead on the new CPU: 0.2% of it in one CI
+	 * run of test_weight_split (33% in the others).
+	 */
+	carry_lag(tctx, cpu);
 	tctx->last_exec_ns = p->se.sum_exec_runtime;
 	tctx->exec_at_ns = now;
 	tctx->unseen_ns = 0;
