@@ -675,12 +675,21 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	/*
 	 * Its turn moves this CPU's clock (advance_clocks()). Queued in the
 	 * LLC's queue from another CPU, its vtime still counts from that
-	 * CPU's clock: carry it over. Set without the carry, a hog moved by
-	 * taskset while queued on its old CPU, whose clock a nice 10 hog ran
-	 * far ahead, kept that lead on the new CPU: 0.2% of it in one CI
-	 * run of test_weight_split (33% in the others).
+	 * CPU's clock. That clock is taken as this one's (the clocks of CPUs
+	 * that take turns at an LLC's queue follow its tasks' vtimes and stay
+	 * close; rebased at every start, tasks moved by each CPU's drift: 16
+	 * nice 0 hogs on 8 CPUs got 42.5-56.3% each instead of 50%), unless
+	 * the old CPU may no longer run the task: its affinity changed while
+	 * it was queued there, and its vtime is carried over (carry_lag()).
+	 * Renamed instead, a hog moved by taskset from a CPU whose clock a
+	 * nice 10 hog ran far ahead kept that lead on the new CPU: 0.2% of it
+	 * in one CI run of test_weight_split (33% in the others).
 	 */
-	carry_lag(tctx, cpu);
+	if (tctx->clock_cpu >= 0 && tctx->clock_cpu != cpu &&
+	    !bpf_cpumask_test_cpu(tctx->clock_cpu, p->cpus_ptr))
+		carry_lag(tctx, cpu);
+	else
+		tctx->clock_cpu = cpu;
 	tctx->last_exec_ns = p->se.sum_exec_runtime;
 	tctx->exec_at_ns = now;
 	tctx->unseen_ns = 0;
