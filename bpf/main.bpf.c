@@ -310,9 +310,7 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 	slice = task_slice(pctx, cfg, cpu, llc, &cut);
 
 	scx_bpf_task_set_slice(prev, slice);
-	pctx->ran_out = turn_ran_out(pctx, now);
-	if (pctx->ran_out)
-		pctx->blocks_early = false;
+	mark_turn_end(pctx, true, now);
 	turn_begin(pctx, now, slice);
 	pctx->to_tail = false;	/* a yield with nothing else to run is over */
 	if (pctx->class == CLASS_RR) {
@@ -802,15 +800,7 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 		cctx->stop_vtime = runnable && tctx->class == CLASS_RR ?
 				   tctx->vtime : 0;
 	trace_task(TRACE_STOP, p, tctx, runnable, now);
-	tctx->ran_out = runnable && turn_ran_out(tctx, now);
-	/*
-	 * A wakeup-driven task (arm_slice_timer()): its last turn blocked
-	 * before half its slice. A turn preempted early leaves the mark.
-	 */
-	if (!runnable)
-		tctx->blocks_early = !turn_ran_out(tctx, now);
-	else if (tctx->ran_out)
-		tctx->blocks_early = false;
+	mark_turn_end(tctx, runnable, now);
 	/*
 	 * The CPU's mark (arm_slice_timer()): set by an RR turn that ran
 	 * out, cleared by one that blocked or a FIFO turn, left as it was by

@@ -1157,6 +1157,24 @@ static bool turn_ran_out(const struct task_ctx *tctx, u64 now)
 	       (now - tctx->turn_start_ns) * 2 >= tctx->turn_slice_ns;
 }
 
+/*
+ * @tctx's turn ends now, @runnable or not: set its marks for the timing
+ * of its next turns (arm_slice_timer()). ran_out: it stays runnable after
+ * at least half its slice. blocks_early (a wakeup-driven task): its last
+ * turn not preempted early blocked before half its slice; a turn that
+ * ran out clears it, one preempted early leaves it as it was.
+ */
+static void mark_turn_end(struct task_ctx *tctx, bool runnable, u64 now)
+{
+	bool out = turn_ran_out(tctx, now);
+
+	tctx->ran_out = runnable && out;
+	if (!runnable)
+		tctx->blocks_early = !out;
+	else if (out)
+		tctx->blocks_early = false;
+}
+
 /* Move the first task @kind queue of @llc can give this CPU. */
 static bool consume(u32 kind, u32 llc)
 {

@@ -1244,6 +1244,10 @@ def test_cgroup_gone_lost_start(binary, tmp_path):
 # About 8 minutes on a slow host: on demand (TEST_MARKERS=large), not in CI.
 @pytest.mark.large
 def test_cgroup_scale(binary, tmp_path):
+    # Its 1,000-thread process: without it, the scenario ran 8 minutes and
+    # read 1 runnable thread (pytest run directly, not by scripts/test.sh).
+    spin = os.path.join(REPO, "target/spin")
+    assert os.access(spin, os.X_OK), f"{spin} is missing: scripts/test.sh builds it from tests/vm/spin.c"
     r = run_scenario("cgroup_scale", tmp_path)
     if "spin_wait" in r:
         w = r["spin_wait"]
