@@ -338,7 +338,7 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 	if (cctx) {
 		/* A timer armed for the turn that ends is void. */
 		cctx->turn++;
-		arm_slice_timer(cctx, pctx, slice, cut, llc, cfg);
+		arm_slice_timer(cctx, pctx, slice, cut, llc, cfg, now);
 	}
 }
 
@@ -646,7 +646,7 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}
-	slice_timer_tick(p, tctx, cpu, llc);
+	slice_timer_tick(p, tctx, cpu, llc, now);
 }
 
 void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
@@ -769,7 +769,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	if (kthread_turn(p, tctx, cfg.slice_ns, false))
 		cctx->curr_deadline = 0;
 
-	arm_slice_timer(cctx, tctx, slice, cut, llc, &cfg);
+	arm_slice_timer(cctx, tctx, slice, cut, llc, &cfg, now);
 }
 
 void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)

@@ -13,6 +13,22 @@
 #define __FAIRQUOTA_SLICE_BPF_H
 
 /*
+ * The slice timer of @cctx's CPU now serves the running turn: it fires at
+ * @at (ktime ns), and its callback chains the next turn's timer for
+ * @slice ns (0: none, slice_timerfn()); @follow: it took the turn after
+ * the one it was armed for ended (slice_timer_follow()). The one place
+ * these fields are set.
+ */
+static void slice_timer_claim(struct cpu_ctx *cctx, u64 at, u64 slice,
+			      bool follow)
+{
+	cctx->timer_turn = cctx->turn;
+	cctx->timer_at = at;
+	cctx->timer_slice = slice;
+	cctx->timer_follow = follow;
+}
+
+/*
  * The turn the slice timer of @cctx's CPU (@cpu) was armed for ended
  * before it fired: take the turn running now, an RR turn others wait
  * for, left untimed (most turns that follow a wakeup-driven one are,
@@ -36,9 +52,7 @@ static bool slice_timer_follow(struct cpu_ctx *cctx, struct bpf_timer *timer,
 
 	if (!end || !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc_of(cpu))))
 		return false;
-	cctx->timer_turn = cctx->turn;
-	cctx->timer_at = end;
-	cctx->timer_follow = true;
+	slice_timer_claim(cctx, end, cctx->turn_slice, true);
 	stat_inc(CNT_SLICE_FOLLOW);
 	if (end > now) {
 		bpf_timer_start(timer, end,
@@ -143,24 +157,22 @@ static bool slice_needs_timer(u64 left_ns)
 }
 
 /*
- * Start this CPU's slice timer to end the current turn @ns from now. The
+ * Start this CPU's slice timer to end the current turn at @at (ktime ns);
+ * @slice: what its callback gives the next turn (slice_timer_claim()). The
  * deadline is absolute: a start from a sched_ext callback is deferred to an
  * irq_work, and a relative one counted from whenever that ran.
  */
-static void slice_timer_start(struct cpu_ctx *cctx, u64 ns)
+static void slice_timer_start(struct cpu_ctx *cctx, u64 at, u64 slice)
 {
-	cctx->timer_turn = cctx->turn;
-	cctx->timer_at = bpf_ktime_get_ns() + ns;
-	cctx->timer_slice = ns;
-	cctx->timer_follow = false;
+	slice_timer_claim(cctx, at, slice, false);
 	stat_inc(CNT_SLICE_ARM);
 	bpf_timer_start(&cctx->slice_timer, cctx->timer_at,
 			BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
 }
 
 /*
- * A turn of @slice ns starts on @cctx's CPU; @timed: it needs the slice
- * timer. Was the timer armed for it already, by the callback that ended
+ * A turn of @slice ns starts on @cctx's CPU at @now; @timed: it needs the
+ * slice timer. Was the timer armed for it already, by the callback that ended
  * the turn before it (slice_timerfn())? Take it if it ends this turn
  * within CHAIN_SLACK_NS of its slice, and return true; else the caller
  * starts the timer.
@@ -179,9 +191,10 @@ static void slice_timer_start(struct cpu_ctx *cctx, u64 ns)
  * the turn still lasts its slice from when it starts.
  * Nothing is shared: each CPU chains its own timer, the same on 256 CPUs.
  */
-static bool slice_timer_take(struct cpu_ctx *cctx, u64 slice, bool timed)
+static bool slice_timer_take(struct cpu_ctx *cctx, u64 slice, bool timed,
+			     u64 now)
 {
-	u64 now = bpf_ktime_get_ns(), at = cctx->chain_at, want = now + slice;
+	u64 at = cctx->chain_at, want = now + slice;
 
 	cctx->chain_at = 0;
 	if (cctx->kicked_at) {
@@ -194,10 +207,7 @@ static bool slice_timer_take(struct cpu_ctx *cctx, u64 slice, bool timed)
 	if (!timed || !at || !slice || at + CHAIN_SLACK_NS < want ||
 	    at > want + CHAIN_SLACK_NS)
 		return false;
-	cctx->timer_turn = cctx->turn;
-	cctx->timer_at = at;
-	cctx->timer_slice = slice;
-	cctx->timer_follow = false;
+	slice_timer_claim(cctx, at, slice, false);
 	stat_inc(CNT_SLICE_ARM);
 	stat_inc(CNT_SLICE_CHAIN);
 	return true;
@@ -291,18 +301,20 @@ static bool tick_far(const struct cpu_ctx *cctx, u64 slice, u64 now)
 static __always_inline void arm_slice_timer(struct cpu_ctx *cctx,
 					    const struct task_ctx *tctx,
 					    u64 slice, bool cut, u32 llc,
-					    const struct fq_config *cfg)
+					    const struct fq_config *cfg,
+					    u64 now)
 {
 	bool timed;
 
 	cctx->quota_at_tick = false;
 	/* What a timer whose turn ended early may take (slice_timer_follow()). */
 	cctx->turn_end_at = tctx->class == CLASS_RR && !cut && slice ?
-			    bpf_ktime_get_ns() + slice : 0;
+			    now + slice : 0;
+	cctx->turn_slice = slice;
 	/* A turn on a spent quota (fairquota_running()) ends at once. */
 	if (!slice) {
-		slice_timer_take(cctx, 0, false);
-		slice_timer_start(cctx, 0);
+		slice_timer_take(cctx, 0, false, now);
+		slice_timer_start(cctx, now, 0);
 		return;
 	}
 	if (tctx->class == CLASS_FIFO) {
@@ -317,11 +329,11 @@ static __always_inline void arm_slice_timer(struct cpu_ctx *cctx,
 	} else {
 		timed = (tctx->ran_out ||
 			 (cctx->last_ran_out && !tctx->blocks_early &&
-			  tick_far(cctx, slice, bpf_ktime_get_ns()))) &&
+			  tick_far(cctx, slice, now))) &&
 			scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc));
 	}
-	if (!slice_timer_take(cctx, slice, timed) && timed)
-		slice_timer_start(cctx, slice);
+	if (!slice_timer_take(cctx, slice, timed, now) && timed)
+		slice_timer_start(cctx, now + slice, slice);
 }
 
 /*
@@ -331,7 +343,7 @@ static __always_inline void arm_slice_timer(struct cpu_ctx *cctx,
  * for a turn whose tokens end it at a tick: quota_at_tick).
  */
 static void slice_timer_tick(struct task_struct *p, const struct task_ctx *tctx,
-			     s32 cpu, u32 llc)
+			     s32 cpu, u32 llc, u64 now)
 {
 	struct cpu_ctx *cctx;
 	u64 left = p->scx.slice;
@@ -342,9 +354,8 @@ static void slice_timer_tick(struct task_struct *p, const struct task_ctx *tctx,
 	if (!cctx || !cctx->curr_valid || cctx->timer_turn == cctx->turn ||
 	    cctx->quota_at_tick || !scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)))
 		return;
-	slice_timer_start(cctx, left);
-	/* What a chained timer (slice_timerfn()) gives the next turn. */
-	cctx->timer_slice = tctx->turn_slice_ns;
+	/* A chained timer (slice_timerfn()) gives the next turn a whole slice. */
+	slice_timer_start(cctx, now + left, tctx->turn_slice_ns);
 }
 
 #endif /* __FAIRQUOTA_SLICE_BPF_H */

@@ -192,6 +192,7 @@ struct cpu_ctx {
 	u64 bud_used_ns;	/* RR budget: RR time charged in that window */
 	u64 tick_at;		/* when this CPU's last tick ran ops.tick() */
 	u64 turn_end_at;	/* RR: when the running turn's slice ends, or 0 */
+	u64 turn_slice;		/* the running turn's slice (slice_timer_follow()) */
 };
 
 struct {
