@@ -159,11 +159,19 @@ static u64 queued_since(const struct task_ctx *tctx, u64 now)
 
 /* -------------------------------------------------------------- per CPU */
 
+/* Unused bytes at the end of an entry written per switch: a cache line. */
+#define CTX_GAP_BYTES 64
+
 /*
  * Per-CPU context, one ARRAY entry per CPU id (a bpf_timer cannot live in
  * a per-CPU map). Written only by its own CPU; read by others to decide
- * whether a wakeup may preempt what runs there. Padded to its own cache
- * lines.
+ * whether a wakeup may preempt what runs there. Each entry ends in
+ * CTX_GAP_BYTES never touched (ctx_gap): no cache line then holds two
+ * CPUs' fields, wherever the kernel puts the array (its values are only
+ * 8-byte aligned: 296 bytes into struct bpf_array in scx_utils' 7.3 x86
+ * headers), so a CPU's writes at each switch never take a line from its
+ * neighbour. Without the gap two CPUs wrote the line their entries shared
+ * at every switch.
  */
 struct cpu_ctx {
 	struct bpf_timer slice_timer;	/* ends a slice between ticks */
@@ -193,6 +201,7 @@ struct cpu_ctx {
 	u64 tick_at;		/* when this CPU's last tick ran ops.tick() */
 	u64 turn_end_at;	/* RR: when the running turn's slice ends, or 0 */
 	u64 turn_slice;		/* the running turn's slice (slice_timer_follow()) */
+	u8 ctx_gap[CTX_GAP_BYTES];	/* never used: see above */
 };
 
 struct {
@@ -239,7 +248,8 @@ static s32 llc_next_cpu(s32 cpu)
 /*
  * Per-LLC context: the LLC's RR virtual clock and its housekeeping timer
  * (releases throttled tasks, ages waiting tasks). Written by the CPUs of
- * that LLC only; nothing in the scheduler is written by every CPU.
+ * that LLC only; nothing in the scheduler is written by every CPU. Ends in
+ * an unused gap, as struct cpu_ctx does: no line is shared by two LLCs.
  */
 struct llc_ctx {
 	struct bpf_timer timer;
@@ -260,6 +270,7 @@ struct llc_ctx {
 	u64 dhead_at_ns;	/* dsleep_head(): its window's start */
 	u32 dhead_n;		/* dsleep_head(): placements in that window */
 	u32 __pad_dhead;
+	u8 ctx_gap[CTX_GAP_BYTES];	/* never used (struct cpu_ctx) */
 };
 
 struct {
