@@ -192,8 +192,8 @@
  * exec from any thread and pid reuse cannot mix tasks; no entry limit).
  * Per-CPU context (an ARRAY indexed by CPU, written only by that CPU),
  * per-LLC context (RR clock for joins and timer, written by that LLC's
- * CPUs), a
- * per-CPU counters array. The configuration is a two-slot snapshot with a
+ * CPUs), each entry followed by a cache line never used, so no two CPUs
+ * (or LLCs) write one line; a per-CPU counters array. The configuration is a two-slot snapshot with a
  * sequence number, copied once per callback. Nothing is written by every
  * CPU on the hot path, and no global lock is taken.
  *
