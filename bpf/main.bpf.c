@@ -193,8 +193,8 @@
  * Per-CPU context (an ARRAY indexed by CPU, written only by that CPU),
  * per-LLC context (RR clock for joins and timer, written by that LLC's
  * CPUs), each entry followed by a cache line never used, so no two CPUs
- * (or LLCs) write one line; a per-CPU counters array. The configuration is a two-slot snapshot with a
- * sequence number, copied once per callback. Nothing is written by every
+ * (or LLCs) write one line; a per-CPU counters array. The configuration
+ * is a two-slot snapshot with a sequence number, copied once per callback. Nothing is written by every
  * CPU on the hot path, and no global lock is taken.
  *
  * Tracing (trace.bpf.h). `scx_fairquota trace` sets a deadline in a map;
