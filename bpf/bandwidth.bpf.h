@@ -657,9 +657,10 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 	u64 want;
 	bool limited = cg_limit_of(id);
 	struct task_struct *p;
-	struct fq_config cfg;
+	const struct fq_config *cfg;
 
-	read_config(&cfg);
+	if (!(cfg = live_config()))
+		return 0;
 	timer_fired(&st->next_timer_ns, now);
 	want = timer_wanted(&st->want_ns, now);
 	bpf_for_each(scx_dsq, p, dsq, 0) {
@@ -667,8 +668,8 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 		u64 wait = 0, since, force;
 
 		if (tctx && limited) {
-			wait = fq_cg_release_wait(id, cfg.max_stall_ns,
-						  cfg.slice_ns, now);
+			wait = fq_cg_release_wait(id, cfg->max_stall_ns,
+						  cfg->slice_ns, now);
 			since = READ_ONCE(tctx->bw.parked_at_ns);
 			force = since + PARK_FORCE_MS * 1000000ULL;
 			if (wait && since && now >= force) {
@@ -683,7 +684,7 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 			next = wait;
 			break;
 		}
-		cg_release(BPF_FOR_EACH_ITER, p, tctx, &cfg, now);
+		cg_release(BPF_FOR_EACH_ITER, p, tctx, cfg, now);
 	}
 	/* Tasks parked while this ran are looked at soon. */
 	if (!next && scx_bpf_dsq_nr_queued(dsq) > 0)

@@ -685,12 +685,13 @@ static void cg_pending_switch(const struct task_ctx *tctx,
 static void cg_pending_idle(void)
 {
 	struct cg_pending *pd = cg_pending_local();
-	struct fq_config cfg;
+	const struct fq_config *cfg;
 
 	if (!pd || !pd->ns)
 		return;
-	read_config(&cfg);
-	cg_flush(pd, cfg.max_stall_ns);
+	if (!(cfg = live_config()))
+		return;
+	cg_flush(pd, cfg->max_stall_ns);
 }
 
 /*

@@ -347,12 +347,13 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 {
 	u32 llc = *key;
 	struct llc_ctx *lctx = try_lookup_llc_ctx(llc);
-	struct fq_config cfg;
+	const struct fq_config *cfg;
 	u64 now = bpf_ktime_get_ns(), next, rel, want;
 
 	if (!lctx)
 		return 0;
-	read_config(&cfg);
+	if (!(cfg = live_config()))
+		return 0;
 	tick_learn(now);
 	timer_fired(&lctx->next_timer_ns, now);
 	if (test_lose(test_lose_llc_timers, &llc_test_lose_at_ns, now, 2)) {
@@ -364,19 +365,19 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 	fq_llc_sweep(now);
 	WRITE_ONCE(lctx->timer_home,
 		   llc_of(bpf_get_smp_processor_id()) == llc);
-	rel = fq_release_due(llc, &cfg, now);
+	rel = fq_release_due(llc, cfg, now);
 	cg_timers_setup();
 	cg_sweep(now);
-	fq_guard_scan(llc, &cfg, now);
+	fq_guard_scan(llc, cfg, now);
 	if (nr_llcs > 1)
-		pull_rr_work(llc, &cfg);
+		pull_rr_work(llc, cfg);
 	llc_hints_refresh(llc);
 	/*
 	 * Nothing queued or parked here: slow down, so that an idle LLC is
 	 * not woken 50 times a second (see guard.bpf.h).
 	 */
 	next = now + (!rel && !want && llc_quiet(llc) ? SCAN_QUIET_NS :
-		      scan_interval(&cfg));
+		      scan_interval(cfg));
 	if (rel && rel < next)
 		next = rel;
 	if (want && want < next)
@@ -389,7 +390,7 @@ s32 BPF_STRUCT_OPS(fairquota_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
 	struct task_ctx *tctx = try_lookup_task_ctx(p);
-	struct fq_config cfg;
+	const struct fq_config *cfg;
 	bool is_idle = false;
 	u64 now;
 	s32 cpu;
@@ -409,17 +410,18 @@ s32 BPF_STRUCT_OPS(fairquota_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return cpu;
 
 	/* Idle CPU: run @p there right away unless it is out of quota. */
-	read_config(&cfg);
+	if (!(cfg = live_config()))
+		return cpu;
 	now = bpf_ktime_get_ns();
-	if (fq_refresh_task(p, tctx, &cfg, now))
+	if (fq_refresh_task(p, tctx, cfg, now))
 		return cpu;
 	set_task_llc(tctx, cpu, llc_of(cpu));
-	rr_wake(tctx, &cfg, cpu);
+	rr_wake(tctx, cfg, cpu);
 	/* A kernel thread's turn starts here too (kthread_turn()). */
-	kthread_turn(p, tctx, cfg.slice_ns, true);
+	kthread_turn(p, tctx, cfg->slice_ns, true);
 	tctx->enq_at_ns = now;
 	tctx->fifo_head = tctx->to_tail = false;
-	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cfg.slice_ns, 0);
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cfg->slice_ns, 0);
 	return cpu;
 }
 
@@ -429,25 +431,26 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	u32 llc = llc_of(cpu);
 	u64 now = bpf_ktime_get_ns();
 	struct claim cl = {};
-	struct fq_config cfg;
+	const struct fq_config *cfg;
 	struct task_ctx *tctx;
 	bool head, sync, reader, kturn;
 
-	read_config(&cfg);
+	if (!(cfg = live_config()))
+		return;
 
 	/*
 	 * Per-CPU kernel threads (ksoftirqd runs our timers under load) go
 	 * first: forward progress of the whole system depends on them.
 	 */
 	if (is_pcpu_kthread(p)) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cfg.slice_ns,
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cfg->slice_ns,
 				   enq_flags | SCX_ENQ_PREEMPT);
 		return;
 	}
 
 	tctx = try_lookup_task_ctx(p);
 	if (!tctx) {
-		scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg.slice_ns,
+		scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg->slice_ns,
 					 0, enq_flags);
 		llc_hint_set(llc, DSQ_RR);
 		kick_idle_cpu(p, llc);
@@ -458,9 +461,9 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	tctx->bturn = 0;
 	tctx->woke = !!(enq_flags & SCX_ENQ_WAKEUP);
 	if (tctx->woke)
-		rr_wake(tctx, &cfg, cpu);
+		rr_wake(tctx, cfg, cpu);
 	else
-		rr_requeue(tctx, &cfg, cpu);
+		rr_requeue(tctx, cfg, cpu);
 	/*
 	 * Only a FIFO task preempted while running (ops.stopping() set
 	 * fifo_head; a yield clears it) resumes at the head. Both marks are
@@ -478,8 +481,8 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	if (!tctx->enq_at_ns)
 		tctx->enq_at_ns = now;
 	reader = in_rcu_reader(p);
-	if (fq_refresh_task(p, tctx, &cfg, now) && !reader) {
-		park(p, tctx, &cfg, now, enq_flags);
+	if (fq_refresh_task(p, tctx, cfg, now) && !reader) {
+		park(p, tctx, cfg, now, enq_flags);
 		return;
 	}
 
@@ -491,7 +494,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	 * it is idle (the kick runs from irq_work after the switch).
 	 */
 	if (enq_flags & SCX_ENQ_LAST) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cfg.slice_ns, enq_flags);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cfg->slice_ns, enq_flags);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		stat_inc(CNT_ENQ_LAST);
 		return;
@@ -503,7 +506,7 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	 * within a tick whatever runs (they use little CPU).
 	 */
 	if (daemon_tgid && p->tgid == daemon_tgid) {
-		urgent_insert(p, llc, cfg.slice_ns, enq_flags);
+		urgent_insert(p, llc, cfg->slice_ns, enq_flags);
 		return;
 	}
 
@@ -519,43 +522,43 @@ void BPF_STRUCT_OPS(fairquota_enqueue, struct task_struct *p, u64 enq_flags)
 	 * preempts; if it stays runnable after, it waits as any task of its
 	 * class.
 	 */
-	kturn = kthread_turn(p, tctx, cfg.slice_ns, enq_flags & SCX_ENQ_WAKEUP);
+	kturn = kthread_turn(p, tctx, cfg->slice_ns, enq_flags & SCX_ENQ_WAKEUP);
 	if (reader || kturn) {
-		urgent_insert(p, llc, cfg.slice_ns, enq_flags | SCX_ENQ_HEAD);
+		urgent_insert(p, llc, cfg->slice_ns, enq_flags | SCX_ENQ_HEAD);
 		stat_inc(reader ? CNT_RCU_BOOST : CNT_KTHREAD_BOOST);
 		return;
 	}
 
 	/* A FIFO task woken from D or cut in the kernel goes first. */
-	if (dsleep_head(p, tctx, &cfg, llc, enq_flags, now))
+	if (dsleep_head(p, tctx, cfg, llc, enq_flags, now))
 		return;
 
 	/* An RR wakeup behind FIFO work runs now, on the CPU's RR budget. */
-	if (rr_budget_turn(p, tctx, &cfg, enq_flags, now))
+	if (rr_budget_turn(p, tctx, cfg, enq_flags, now))
 		return;
 
 	if (tctx->class == CLASS_FIFO) {
 		if (head)
 			enq_flags |= SCX_ENQ_HEAD;
-		else if (preempt_local(p, tctx, &cfg, enq_flags, &cl))
+		else if (preempt_local(p, tctx, cfg, enq_flags, &cl))
 			return;
 		kwait_note(p, tctx, llc, tctx->enq_at_ns);
-		scx_bpf_dsq_insert(p, dsq_id(DSQ_FIFO, llc), cfg.slice_ns,
+		scx_bpf_dsq_insert(p, dsq_id(DSQ_FIFO, llc), cfg->slice_ns,
 				   enq_flags);
 		llc_hint_set(llc, DSQ_FIFO);
 		preempt_or_kick(p, tctx, enq_flags, &cl);
 		return;
 	}
 
-	if (cfg.slice_mode == SLICE_SPLIT)
+	if (cfg->slice_mode == SLICE_SPLIT)
 		rr_wait_begin(tctx, cpu);
-	cl.key = rr_key(tctx, &cfg);
-	cl.credit = SLEEP_CREDIT_SLICES * cfg.slice_ns;
+	cl.key = rr_key(tctx, cfg);
+	cl.credit = SLEEP_CREDIT_SLICES * cfg->slice_ns;
 	cl.sync = sync;
-	if (preempt_local(p, tctx, &cfg, enq_flags, &cl))
+	if (preempt_local(p, tctx, cfg, enq_flags, &cl))
 		return;
 	kwait_note(p, tctx, llc, tctx->enq_at_ns);
-	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg.slice_ns, cl.key,
+	scx_bpf_dsq_insert_vtime(p, dsq_id(DSQ_RR, llc), cfg->slice_ns, cl.key,
 				 enq_flags);
 	llc_hint_set(llc, DSQ_RR);
 	preempt_or_kick(p, tctx, enq_flags, &cl);
@@ -566,16 +569,17 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 	u64 now = bpf_ktime_get_ns();
 	struct task_ctx *pctx = NULL;
 	u32 llc = llc_of(cpu);
-	struct fq_config cfg;
+	const struct fq_config *cfg;
 	bool keep = false;
 
-	read_config(&cfg);
+	if (!(cfg = live_config()))
+		return;
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
 		pctx = try_lookup_task_ctx(prev);
 	if (pctx) {
 		/* Charge @prev so far before judging its quota. */
-		charge_lagging(prev, pctx, &cfg, now);
-		keep = !fq_refresh_task(prev, pctx, &cfg, now) &&
+		charge_lagging(prev, pctx, cfg, now);
+		keep = !fq_refresh_task(prev, pctx, cfg, now) &&
 		       !spent_unseen(pctx);
 	}
 
@@ -598,12 +602,12 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 		if (consume(DSQ_FIFO, llc) || consume_remote(DSQ_FIFO, llc))
 			return;
 		if (!(keep && pctx->class == CLASS_RR && !pctx->to_tail &&
-		      rr_keep_prev(pctx, cpu, llc, now, cfg.slice_ns)) &&
+		      rr_keep_prev(pctx, cpu, llc, now, cfg->slice_ns)) &&
 		    (consume(DSQ_RR, llc) || steal(llc)))
 			return;
 	}
 	if (keep)
-		keep_running(prev, pctx, &cfg, cpu, now);
+		keep_running(prev, pctx, cfg, cpu, now);
 }
 
 void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
@@ -613,19 +617,20 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 	u32 llc = llc_of(cpu);
 	u64 now = bpf_ktime_get_ns();
 	struct cpu_ctx *cctx;
-	struct fq_config cfg;
+	const struct fq_config *cfg;
 
-	read_config(&cfg);
-	fq_llc_timer_keep(llc, &cfg, now);
+	if (!(cfg = live_config()))
+		return;
+	fq_llc_timer_keep(llc, cfg, now);
 	fq_llc_sweep(now);
 	if ((cctx = try_lookup_cpu_ctx(cpu)))
 		cctx->tick_at = now;
 	if (!tctx)
 		return;
-	fq_charge(p, tctx, &cfg, now, false);
+	fq_charge(p, tctx, cfg, now, false);
 
 	if ((tctx->class == CLASS_RR || tctx->nr_cg) &&
-	    fq_refresh_task(p, tctx, &cfg, now) && !in_rcu_reader(p)) {
+	    fq_refresh_task(p, tctx, cfg, now) && !in_rcu_reader(p)) {
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}
@@ -637,12 +642,12 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 	 */
 	tick_in_kernel(p, tctx);
 	if (urgent_waiting(llc, cpu) &&
-	    !kthread_turn(p, tctx, cfg.slice_ns, false)) {
+	    !kthread_turn(p, tctx, cfg->slice_ns, false)) {
 		if (tick_cut(tctx, now)) {
 			scx_bpf_task_set_slice(p, 0);
 			return;
 		}
-	} else if (rr_budget_ask(p, tctx, &cfg, cpu, llc, now)) {
+	} else if (rr_budget_ask(p, tctx, cfg, cpu, llc, now)) {
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}
@@ -656,19 +661,20 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	u64 now = bpf_ktime_get_ns(), slice, budget;
 	u32 llc = llc_of(cpu);
-	struct fq_config cfg;
+	const struct fq_config *cfg;
 	bool throttled, cut;
 
 	/* Every CPU that starts a task may find a lost LLC timer. */
 	fq_llc_sweep(now);
 	if (!tctx)
 		return;
-	read_config(&cfg);
+	if (!(cfg = live_config()))
+		return;
 	/* Before the refresh: its groups as they were when it was released. */
 	cg_release_done(tctx);
-	throttled = fq_refresh_task(p, tctx, &cfg, now);
-	cg_pending_switch(tctx, &cfg);
-	unpark(p, tctx, &cfg, now);
+	throttled = fq_refresh_task(p, tctx, cfg, now);
+	cg_pending_switch(tctx, cfg);
+	unpark(p, tctx, cfg, now);
 	set_task_llc(tctx, cpu, llc);
 	/*
 	 * Its turn moves this CPU's clock (advance_clocks()). Queued in the
@@ -707,7 +713,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	 * tasks are queued are placeholders): split mode divides by the tasks
 	 * waiting now, and no RR slice exceeds what is left of the quota.
 	 */
-	slice = task_slice(tctx, &cfg, cpu, llc, &cut);
+	slice = task_slice(tctx, cfg, cpu, llc, &cut);
 	/* A turn on the RR budget: no longer than the budget left. */
 	if (cctx && cctx->bud_ask == BUD_PICKED && tctx->class == CLASS_RR)
 		tctx->bturn = 1;
@@ -735,7 +741,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 		slice = 0;
 	/* An RCU reader is parked only once it has left the section. */
 	if (!slice && in_rcu_reader(p))
-		slice = cfg.slice_min_ns;
+		slice = cfg->slice_min_ns;
 	scx_bpf_task_set_slice(p, slice);
 	turn_begin(tctx, now, slice);
 	trace_task(TRACE_RUN, p, tctx, 0, now);
@@ -745,7 +751,7 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	} else {
 		stat_inc(CNT_RR_DISPATCH);
 		advance_clocks(llc, cctx, clock_target(cctx, tctx->vtime),
-			       cfg.slice_ns);
+			       cfg->slice_ns);
 	}
 
 	if (!cctx)
@@ -766,30 +772,31 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	 * waking FIFO task preempts it (and it goes on from the urgent
 	 * queue's head), a waking RR task does not.
 	 */
-	if (kthread_turn(p, tctx, cfg.slice_ns, false))
+	if (kthread_turn(p, tctx, cfg->slice_ns, false))
 		cctx->curr_deadline = 0;
 
-	arm_slice_timer(cctx, tctx, slice, cut, llc, &cfg, now);
+	arm_slice_timer(cctx, tctx, slice, cut, llc, cfg, now);
 }
 
 void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = try_lookup_task_ctx(p);
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(scx_bpf_task_cpu(p));
-	struct fq_config cfg;
+	const struct fq_config *cfg;
 	u64 now;
 
 	if (cctx)
 		cctx->curr_valid = false;
 	if (!tctx)
 		return;
-	read_config(&cfg);
+	if (!(cfg = live_config()))
+		return;
 	now = bpf_ktime_get_ns();
 	if (cctx && cctx->curr_bturn) {
 		rr_budget_charge(cctx, tctx->turn_start_ns, now);
 		cctx->curr_bturn = 0;
 	}
-	fq_charge(p, tctx, &cfg, now, runnable);
+	fq_charge(p, tctx, cfg, now, runnable);
 	if (tctx->class == CLASS_RR) {
 		tctx->turn_step = turn_cost(tctx, now);
 		if (cctx)
@@ -814,7 +821,7 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 		else if (!runnable || tctx->class != CLASS_RR)
 			cctx->last_ran_out = false;
 	}
-	dsleep_stop(p, tctx, &cfg, runnable);
+	dsleep_stop(p, tctx, cfg, runnable);
 	/* A FIFO task preempted while running resumes at the head. */
 	tctx->fifo_head = runnable && tctx->class == CLASS_FIFO &&
 			  !tctx->to_tail;

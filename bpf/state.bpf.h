@@ -39,46 +39,36 @@ struct {
 	__type(value, u64);
 } config_seq SEC(".maps");
 
-/* Used until the daemon has written a configuration (never in practice). */
-static const struct fq_config config_fallback = {
-	.slice_ns = 5 * NSEC_PER_MSEC,
-	.slice_min_ns = 500 * NSEC_PER_USEC,
-	.period_ns = 100 * NSEC_PER_MSEC,
-	.guard_ns = 100 * NSEC_PER_MSEC,
-};
-
 /*
- * Copy the current configuration into @cfg: slot (seq & 1), retried if a
- * writer bumped seq while we copied (see struct fq_config). Writers are
- * human-paced, so the retry practically never happens; after four tries
- * the last copy is used rather than stalling a scheduling decision.
+ * The current configuration, read in place: slot (seq & 1) of
+ * config_slots. A writer (control.rs, one at a time under a lock file)
+ * fills the other slot, bumps seq, and then waits for an RCU grace period
+ * before it lets the next writer in. Every caller is a non-sleepable
+ * callback or timer, inside an RCU read-side section, so a slot is never
+ * rewritten while a decision that read seq before the bump still reads
+ * it: each decision sees one snapshot, with no copy (the copy it replaced
+ * was about a tenth of ops.running()'s instructions). The daemon writes
+ * the first configuration before it attaches; an array lookup of index 0
+ * or 1 cannot fail, and if it did, the scheduler would exit with an
+ * error (the kernel falls back to its default scheduler) rather than
+ * decide on no configuration. NULL only then.
  */
-static void read_config(struct fq_config *cfg)
+static const struct fq_config *live_config(void)
 {
-	const struct fq_config *slot;
+	const struct fq_config *cfg;
 	u32 zero = 0, idx;
-	u64 *seqp, seq;
-	int i;
+	u64 *seqp;
 
 	seqp = bpf_map_lookup_elem(&config_seq, &zero);
 	if (!seqp)
-		goto fallback;
-	for (i = 0; i < 4; i++) {
-		seq = READ_ONCE(*seqp);
-		idx = seq & 1;
-		slot = bpf_map_lookup_elem(&config_slots, &idx);
-		if (!slot)
-			goto fallback;
-		__builtin_memcpy(cfg, slot, sizeof(*cfg));
-		barrier();
-		if (READ_ONCE(*seqp) == seq)
-			break;
-	}
-	if (cfg->slice_ns && cfg->period_ns && cfg->guard_ns)
-		return;
-	/* Copied only when needed: every callback reads the config. */
-fallback:
-	*cfg = config_fallback;
+		goto fail;
+	idx = READ_ONCE(*seqp) & 1;
+	cfg = bpf_map_lookup_elem(&config_slots, &idx);
+	if (cfg)
+		return cfg;
+fail:
+	scx_bpf_error("no configuration");
+	return NULL;
 }
 
 /* ------------------------------------------------------------- per task */

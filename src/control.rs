@@ -2,8 +2,8 @@
 //! Live reconfiguration. The daemon pins its BPF config maps in bpffs;
 //! `scx_fairquota set` opens the pinned maps, and under a lock file applies
 //! the given changes to the current values, checks the result and
-//! publishes it as a new snapshot. The BPF side copies the current
-//! snapshot at every decision, so nothing is reloaded.
+//! publishes it as a new snapshot. The BPF side reads the current
+//! snapshot in place at every decision, so nothing is reloaded.
 
 use std::fs;
 use std::os::fd::AsRawFd;
@@ -106,9 +106,12 @@ impl<S: MapCore, Q: MapCore> ConfigMaps<'_, S, Q> {
         Ok(Tunables::from_bpf(&c))
     }
 
-    /// Publish `t`: fill the slot that is not current, then bump the
-    /// sequence number. BPF readers see either the old or the new values,
-    /// never a mix. Callers hold the config lock (one writer at a time).
+    /// Publish `t`: fill the slot that is not current, bump the sequence
+    /// number, and wait until no BPF callback can still be reading the
+    /// slot that was current before (`wait_for_readers`): the next write
+    /// fills that one. BPF readers read the current slot in place and see
+    /// either the old or the new values, never a mix. Callers hold the
+    /// config lock (one writer at a time) until this returns.
     pub fn write(&self, t: &Tunables) -> Result<()> {
         let next = self.seq()?.wrapping_add(1);
         let slot = (next & 1) as u32;
@@ -121,7 +124,25 @@ impl<S: MapCore, Q: MapCore> ConfigMaps<'_, S, Q> {
             .context("writing the config_slots map")?;
         self.seq
             .update(&0u32.to_ne_bytes(), &next.to_ne_bytes(), MapFlags::ANY)
-            .context("writing the config_seq map")
+            .context("writing the config_seq map")?;
+        wait_for_readers();
+        Ok(())
+    }
+}
+
+/// Wait for an RCU grace period: every BPF callback and timer that reads
+/// the configuration is non-sleepable, so it runs inside an RCU read-side
+/// section, and one that started before the sequence number moved has
+/// returned once a grace period has passed. `membarrier(MEMBARRIER_CMD_GLOBAL)`
+/// is the system call that waits for one (`synchronize_rcu()`). A kernel
+/// with nohz_full CPUs refuses it; there, a pause of 50 ms, thousands of
+/// times the length of a callback.
+fn wait_for_readers() {
+    const MEMBARRIER_CMD_GLOBAL: libc::c_long = 1;
+    // SAFETY: membarrier takes no pointers.
+    let ret = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) };
+    if ret != 0 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
 
