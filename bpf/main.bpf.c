@@ -194,14 +194,15 @@
  * per-LLC context (RR clock for joins and timer, written by that LLC's
  * CPUs), each entry followed by a cache line never used, so no two CPUs
  * (or LLCs) write one line; a per-CPU counters array. The configuration
- * is a two-slot snapshot with a sequence number, copied once per callback. Nothing is written by every
- * CPU on the hot path, and no global lock is taken.
+ * is a two-slot snapshot with a sequence number, read in place (a writer
+ * waits for an RCU grace period before the next, live_config()). Nothing
+ * is written by every CPU on the hot path, and no global lock is taken.
  *
  * Tracing (trace.bpf.h). `scx_fairquota trace` sets a deadline in a map;
  * until then runs, stops, throttles, releases and guard moves are written
  * to a bounded ring buffer. Otherwise each trace point is an array lookup.
  *
- * Scaling. Per context switch: one config copy (about 64 bytes), a few
+ * Scaling. Per context switch: two array lookups for the config, a few
  * DSQ operations on the LLC's queues, a per-CPU timer start for RR turns
  * of CPU-bound tasks that others wait for; a limited task's turn start reads
  * the limit of each limited cgroup on its path (tick_cuts_quota()), its
