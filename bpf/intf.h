@@ -235,8 +235,8 @@ enum task_class {
  * Live configuration. The "config_slots" map holds two of these and the
  * "config_seq" map a sequence number; the current configuration is slot
  * (seq & 1). A writer (the daemon or `scx_fairquota set`, serialized by a
- * lock file) fills the other slot, bumps seq, and waits for an RCU grace
- * period before the next writer may start; a BPF reader reads slot
+ * lock file) waits for an RCU grace period, then fills the other slot and
+ * bumps seq; a BPF reader reads slot
  * (seq & 1) in place (live_config()), so every decision works from one
  * consistent snapshot.
  */

@@ -195,8 +195,9 @@
  * CPUs), each entry followed by a cache line never used, so no two CPUs
  * (or LLCs) write one line; a per-CPU counters array. The configuration
  * is a two-slot snapshot with a sequence number, read in place (a writer
- * waits for an RCU grace period before the next, live_config()). Nothing
- * is written by every CPU on the hot path, and no global lock is taken.
+ * waits for an RCU grace period before it refills a slot, live_config()).
+ * Nothing is written by every CPU on the hot path, and no global lock is
+ * taken.
  *
  * Tracing (trace.bpf.h). `scx_fairquota trace` sets a deadline in a map;
  * until then runs, stops, throttles, releases and guard moves are written

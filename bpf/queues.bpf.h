@@ -945,9 +945,10 @@ static bool tick_cut(struct task_ctx *tctx, u64 now)
  * guard's backlog from its turns; past the allowance they wait for the
  * guard as before.
  */
-static __always_inline bool dsleep_head(struct task_struct *p, struct task_ctx *tctx,
-			const struct fq_config *cfg, u32 llc, u64 enq_flags,
-			u64 now)
+static __always_inline bool dsleep_head(struct task_struct *p,
+					struct task_ctx *tctx,
+					const struct fq_config *cfg, u32 llc,
+					u64 enq_flags, u64 now)
 {
 	struct llc_ctx *lctx;
 

@@ -42,11 +42,10 @@ struct {
 /*
  * The current configuration, read in place: slot (seq & 1) of
  * config_slots. A writer (control.rs, one at a time under a lock file)
- * fills the other slot, bumps seq, and then waits for an RCU grace period
- * before it lets the next writer in. Every caller is a non-sleepable
- * callback or timer, inside an RCU read-side section, so a slot is never
- * rewritten while a decision that read seq before the bump still reads
- * it: each decision sees one snapshot, with no copy (the copy it replaced
+ * waits for an RCU grace period, then fills the other slot and bumps
+ * seq. Every caller is a non-sleepable callback or timer, inside an RCU
+ * read-side section, so a slot is never rewritten while a decision that
+ * read seq before the last bump still reads it: each decision sees one snapshot, with no copy (the copy it replaced
  * was about a tenth of ops.running()'s instructions). The daemon writes
  * the first configuration before it attaches; an array lookup of index 0
  * or 1 cannot fail, and if it did, the scheduler would exit with an

@@ -106,13 +106,15 @@ impl<S: MapCore, Q: MapCore> ConfigMaps<'_, S, Q> {
         Ok(Tunables::from_bpf(&c))
     }
 
-    /// Publish `t`: fill the slot that is not current, bump the sequence
-    /// number, and wait until no BPF callback can still be reading the
-    /// slot that was current before (`wait_for_readers`): the next write
-    /// fills that one. BPF readers read the current slot in place and see
-    /// either the old or the new values, never a mix. Callers hold the
-    /// config lock (one writer at a time) until this returns.
+    /// Publish `t`: wait until no BPF callback can still be reading the
+    /// slot that is not current (it was, before the last bump:
+    /// `wait_for_readers`), fill it, then bump the sequence number. BPF
+    /// readers read the current slot in place and see either the old or
+    /// the new values, never a mix. Waiting first, not after the bump,
+    /// keeps that true when the last writer was killed right after its
+    /// bump. Callers hold the config lock (one writer at a time).
     pub fn write(&self, t: &Tunables) -> Result<()> {
+        wait_for_readers();
         let next = self.seq()?.wrapping_add(1);
         let slot = (next & 1) as u32;
         self.slots
@@ -124,16 +126,14 @@ impl<S: MapCore, Q: MapCore> ConfigMaps<'_, S, Q> {
             .context("writing the config_slots map")?;
         self.seq
             .update(&0u32.to_ne_bytes(), &next.to_ne_bytes(), MapFlags::ANY)
-            .context("writing the config_seq map")?;
-        wait_for_readers();
-        Ok(())
+            .context("writing the config_seq map")
     }
 }
 
 /// Wait for an RCU grace period: every BPF callback and timer that reads
 /// the configuration is non-sleepable, so it runs inside an RCU read-side
-/// section, and one that started before the sequence number moved has
-/// returned once a grace period has passed. `membarrier(MEMBARRIER_CMD_GLOBAL)`
+/// section, and one that started before the sequence number last moved
+/// has returned once a grace period has passed. `membarrier(MEMBARRIER_CMD_GLOBAL)`
 /// is the system call that waits for one (`synchronize_rcu()`). A kernel
 /// with nohz_full CPUs refuses it; there, a pause of 50 ms, thousands of
 /// times the length of a callback.
