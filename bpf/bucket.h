@@ -77,37 +77,53 @@ BW_FN s64 bw_max_debt(const struct bw_limit *l)
  *
  * The stats still count whole periods (stat_period_ns), as cpu.stat does.
  */
-BW_FN u64 bw_sub_periods(u64 quota_ns, u64 period_ns, u64 max_stall_ns)
+/*
+ * The sub-period smooth mode enforces limit @quota_ns/@period_ns in:
+ * @max_stall_ns, lengthened so its sub-quota is at least
+ * BW_MIN_SUB_QUOTA_NS; 0 (whole periods) if smoothing is off or that is
+ * not shorter than the period. It need not divide the period: the rate
+ * is what is enforced, and the stats keep their own grid of whole periods.
+ */
+BW_FN u64 bw_sub_period(u64 quota_ns, u64 period_ns, u64 max_stall_ns)
 {
-	u64 k, kmax;
+	u64 s = max_stall_ns, least;
 
-	if (!max_stall_ns || period_ns <= max_stall_ns)
-		return 1;
-	k = (period_ns + max_stall_ns - 1) / max_stall_ns;
-	kmax = quota_ns / BW_MIN_SUB_QUOTA_NS;
-	if (k > kmax)
-		k = kmax;
-	return k < 2 ? 1 : k;
+	if (!s || !quota_ns || period_ns <= s)
+		return 0;
+	least = (BW_MIN_SUB_QUOTA_NS * period_ns + quota_ns - 1) / quota_ns;
+	if (s < least)
+		s = least;
+	return s < period_ns ? s : 0;
+}
+
+/* @quota_ns * @s_ns / @period_ns without overflow (periods up to 1 s). */
+BW_FN u64 bw_scale(u64 quota_ns, u64 s_ns, u64 period_ns)
+{
+	return quota_ns / period_ns * s_ns +
+	       quota_ns % period_ns * s_ns / period_ns;
 }
 
 /* The quota of each (sub-)period of a limit of @quota_ns per @period_ns. */
 BW_FN u64 bw_quantum(u64 quota_ns, u64 period_ns, u64 max_stall_ns)
 {
-	return quota_ns / bw_sub_periods(quota_ns, period_ns, max_stall_ns);
+	u64 s = bw_sub_period(quota_ns, period_ns, max_stall_ns);
+
+	return s ? bw_scale(quota_ns, s, period_ns) : quota_ns;
 }
 
 BW_FN void bw_smooth(const struct bw_limit *l, u64 max_stall_ns,
 		     struct bw_limit *out)
 {
-	u64 k = bw_sub_periods(l->quota_ns, l->period_ns, max_stall_ns);
+	u64 s = bw_sub_period(l->quota_ns, l->period_ns, max_stall_ns);
+	u64 half = l->quota_ns / 2;
 
 	*out = *l;
-	if (k < 2)
+	if (!s)
 		return;
-	out->quota_ns = l->quota_ns / k;
-	out->period_ns = l->period_ns / k;
+	out->quota_ns = bw_scale(l->quota_ns, s, l->period_ns);
+	out->period_ns = s;
 	out->stat_period_ns = l->period_ns;
-	out->pace_ns = l->quota_ns / 2 - out->quota_ns;	/* k >= 2 */
+	out->pace_ns = out->quota_ns < half ? half - out->quota_ns : 0;
 }
 
 /*

@@ -478,9 +478,12 @@ static void smooth_divides_long_periods(void)
 
 	bw_smooth(L(200 * MS, 1000 * MS), 10 * MS, &out);
 	CHECK(out.quota_ns == 2 * MS && out.period_ns == 10 * MS);
-	/* a period not a multiple of the stall: k rounds up */
+	/* a period not a multiple of the stall: sub-periods of the stall */
 	bw_smooth(L(20 * MS, 100 * MS), 30 * MS, &out);
-	CHECK(out.quota_ns == 5 * MS && out.period_ns == 25 * MS);
+	CHECK(out.quota_ns == 6 * MS && out.period_ns == 30 * MS);
+	bw_smooth(L(2 * MS, 10 * MS), 7500 * 1000, &out);
+	CHECK(out.quota_ns == 1500 * 1000 && out.period_ns == 7500 * 1000);
+	CHECK(out.pace_ns == 0 && out.stat_period_ns == 10 * MS);
 	/* short periods and "off" are unchanged */
 	bw_smooth(L(2 * MS, 10 * MS), 10 * MS, &out);
 	CHECK(out.quota_ns == 2 * MS && out.period_ns == 10 * MS);
@@ -497,7 +500,7 @@ static void smooth_divides_long_periods(void)
 	check_share(simulate_share(out.quota_ns, out.period_ns, 0), 0.20);
 	/* bw_quantum(), what the tick may overrun: bw_smooth()'s quota */
 	CHECK(bw_quantum(200 * MS, 1000 * MS, 10 * MS) == 2 * MS);
-	CHECK(bw_quantum(20 * MS, 100 * MS, 30 * MS) == 5 * MS);
+	CHECK(bw_quantum(20 * MS, 100 * MS, 30 * MS) == 6 * MS);
 	CHECK(bw_quantum(2 * MS, 10 * MS, 2500 * 1000) == 500 * 1000);
 	CHECK(bw_quantum(1 * MS, 1000 * MS, 10 * MS) == 500 * 1000);
 	CHECK(bw_quantum(200 * MS, 1000 * MS, 0) == 200 * MS);
