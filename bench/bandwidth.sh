@@ -12,6 +12,9 @@
 #        the median of the rounds and each round.
 #        BW_REPORT, BW_PNG: where the report and the plot go (default
 #        bench/bandwidth-report.md, bench/nginx-latency.png).
+#        BW_STALLS (default "0 5000 10000"): the scx_fairquota runs, each
+#        a --max-stall-us (0: whole periods).
+#        BW_SHARES (default 1): 0 skips the share part.
 #        VM_QEMU_EXTRA: passed to the VM (scripts/vm-run.sh) and named in the
 #        report; with "-icount shift=1,sleep=off -cpu max,-hypervisor" the
 #        guest's clock counts instructions and a round repeats within a few
@@ -34,11 +37,19 @@ rm -rf "$out"; mkdir -p "$out"
 py=/usr/bin/python3
 bin=target/release/scx_fairquota
 # label and scheduler command (none: the kernel's default scheduler)
-scheds=("default|" "fairquota|$bin --max-stall-us 0"
-        "smooth-5ms|$bin --max-stall-us 5000" "smooth-10ms|$bin --max-stall-us 10000")
+scheds=("default|")
+for us in ${BW_STALLS:-0 5000 10000}; do
+    case "$us" in
+        0) scheds+=("fairquota|$bin --max-stall-us 0") ;;
+        *) ms=$(python3 -c "print(f'{$us / 1000:g}')")
+           scheds+=("smooth-${ms}ms|$bin --max-stall-us $us") ;;
+    esac
+done
 guest=""
 n=${#scheds[@]}
-for r in $(seq 0 "$ROUNDS"); do
+last=$ROUNDS
+[ "${BW_SHARES:-1}" = 0 ] && last=$((ROUNDS - 1))
+for r in $(seq 0 "$last"); do
     part="nginx-$((r + 1))"
     [ "$r" = "$ROUNDS" ] && part=shares
     for i in $(seq 0 $((n - 1))); do
@@ -49,6 +60,6 @@ done
 VM_CPUS=2 VM_MEMORY=3G VM_TIMEOUT=5400 scripts/vm-run.sh --rwdir "$out" -- "${guest}true"
 report="${BW_REPORT:-bench/bandwidth-report.md}"
 png="${BW_PNG:-bench/nginx-latency.png}"
-cmd="sudo bench/bandwidth.sh (ROUNDS=$ROUNDS), build $(git rev-parse --short HEAD)"
+cmd="sudo bench/bandwidth.sh (ROUNDS=$ROUNDS BW_STALLS=\"${BW_STALLS:-0 5000 10000}\" BW_SHARES=${BW_SHARES:-1}), build $(git rev-parse --short HEAD)"
 "$venv/bin/python" bench/bw_report.py "$out" "$cmd" "$png" > "$report"
 echo "wrote $report and $png"

@@ -16,10 +16,34 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-LABELS = ["default", "fairquota", "smooth-5ms", "smooth-10ms"]
-NAMES = {"default": "default (CFS bandwidth)", "fairquota": "scx_fairquota (whole periods)",
-         "smooth-5ms": "scx_fairquota smooth, --max-stall-us 5000",
-         "smooth-10ms": "scx_fairquota smooth, --max-stall-us 10000 (the default)"}
+DEFAULT_STALL_US = 10000
+
+
+def stall_us(label):
+    """The --max-stall-us of a smooth-<ms>ms label (bandwidth.sh's BW_STALLS)."""
+    return round(float(label[len("smooth-"):-len("ms")]) * 1000)
+
+
+def order(label):
+    return (0, 0) if label == "default" else (1, 0) if label == "fairquota" else (2, stall_us(label))
+
+
+def name(label):
+    if label == "default":
+        return "default (CFS bandwidth)"
+    if label == "fairquota":
+        return "scx_fairquota (whole periods)"
+    us = stall_us(label)
+    return f"scx_fairquota smooth, --max-stall-us {us}" + (
+        " (the default)" if us == DEFAULT_STALL_US else "")
+
+
+class Names(dict):
+    def __missing__(self, label):
+        return name(label)
+
+
+NAMES = Names()
 LIMITS = ["200000 1000000", "20000 100000", "2000 10000"]
 
 
@@ -42,7 +66,7 @@ def load(d):
         if name.endswith(".json"):
             r = json.load(open(os.path.join(d, name)))
             res.setdefault(r["label"], {})[r["part"]] = r
-    return {lb: res[lb] for lb in LABELS if lb in res}
+    return {lb: res[lb] for lb in sorted(res, key=order)}
 
 
 def round_rows(res):
@@ -84,8 +108,8 @@ def main():
     print(f"- date: {datetime.date.today().isoformat()}")
     print(f"- all rows ran in one VM boot: {len(rounds)} nginx rounds, each running every scheduler "
           "once, starting one further along the list each round (so a drift of the emulation's "
-          "speed hits them alike), then the share "
-          "part once per scheduler. nginx has one worker in cgroup `fq_web`; "
+          "speed hits them alike)" + (", then the share part once per scheduler" if any(
+              "shares" in parts for parts in res.values()) else "") + ". nginx has one worker in cgroup `fq_web`; "
           "`wrk -t1 -c10 -d15s --latency` runs outside it; the share is the cgroup's cpu.stat "
           "usage_usec over the run")
     print("- the fair rate is what 20% of a CPU serves at the cost per request of the same round's "
@@ -125,12 +149,22 @@ def main():
             print(f"| {NAMES[lb]} | {lim} | " + " | ".join(cells) + " |")
     print(f"\n![nginx p99 latency per period]({os.path.basename(png)})\n")
     print("## Share error of every (quota, period) under cpu.max\n")
+    shares = {lb: parts["shares"]["shares"] for lb, parts in res.items() if "shares" in parts}
+    if shares:
+        share_table(shares)
+    else:
+        print("Not run in this boot (`BW_SHARES=0`).")
+    bursty_table(res)
+    exits_line(res)
+    plot(res, rows, rounds, png)
+
+
+def share_table(shares):
     print("CPU hogs in one cgroup per pair (two for 150000/100000), the single-CPU pairs at once "
           "(1.2 CPUs of 2), each measured from /proc/PID/schedstat over 12 s (8 s for 150000/100000).\n")
-    shares = {lb: parts["shares"]["shares"] for lb, parts in res.items() if "shares" in parts}
     print("| quota/period | target | " + " | ".join(NAMES[lb] for lb in shares) + " |")
     print("|---|---|" + "---|" * len(shares))
-    for pr in shares["default"]:
+    for pr in shares.get("default", {}):
         q, p = map(int, pr.split("/"))
         want = q / p
         cells = []
@@ -138,6 +172,9 @@ def main():
             s = shares[lb].get(pr)
             cells.append("n/a" if s is None else f"{s:.4f} ({(s - want) / want * 100:+.1f}%)")
         print(f"| {pr} | {want:.3f} | " + " | ".join(cells) + " |")
+
+
+def bursty_table(res):
     bursty = {lb: parts["shares"]["bursty"] for lb, parts in res.items()
               if "bursty" in parts.get("shares", {})}
     if bursty:
@@ -157,11 +194,16 @@ def main():
                 cells.append("n/a" if m is None else
                              f"{m:.1f} ms, max {max(took):.1f} ({m / work:.1f}x)")
             print(f"| {lim} | {work:g} | " + " | ".join(cells) + " |")
+
+
+def exits_line(res):
     exits = [f"{lb} {part} exit {r.get('rc')}" for lb, parts in res.items() if lb != "default"
              for part, r in parts.items()]
     clean = all(r.get("rc") == 0 for lb, parts in res.items() if lb != "default" for r in parts.values())
     print(f"\n{'Every' if clean else 'Not every'} scx_fairquota run detached cleanly: " + ", ".join(exits))
 
+
+def plot(res, rows, rounds, png):
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
     xs = range(len(LIMITS))
     width = 0.8 / len(res)

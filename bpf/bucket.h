@@ -56,13 +56,18 @@ BW_FN s64 bw_max_debt(const struct bw_limit *l)
 }
 
 /*
- * Smooth mode: the limit @l enforced over sub-periods of at most
- * @max_stall_ns (0: off), each with its share of the quota, so a
- * throttled bucket waits at most about one sub-period whatever the
- * configured period. A sub-period's quota is never below
- * BW_MIN_SUB_QUOTA_NS (tiny turns cost more than they smooth). The share
- * is unchanged (both are divided by the same k, a relative error below
- * k/quota); the burst is not divided.
+ * Smooth mode: the limit @l enforced over sub-periods of @max_stall_ns
+ * (0: off), each with its share of the quota (quota x sub-period /
+ * period), so a throttled bucket waits at most about one sub-period
+ * whatever the configured period. A sub-period is exactly @max_stall_ns:
+ * it need not divide the period, since what is enforced is the rate (a
+ * 10 ms period at --max-stall-us 7500 runs 1.5 ms per 7.5 ms at 20%;
+ * until 2026-12-05 the period was cut into k equal parts, which made
+ * that 1 ms per 5 ms). A period no longer than it is enforced whole. A
+ * sub-period is lengthened so its quota is at least BW_MIN_SUB_QUOTA_NS
+ * (tiny turns cost more than they smooth). The share is unchanged (the
+ * sub-quota is rounded down by less than a nanosecond); the burst is not
+ * scaled.
  *
  * Pace: sub-quotas left unused are saved up to half a quota (pace_ns on
  * top of the sub-quota, and the burst), so what a group did not use it
@@ -75,14 +80,11 @@ BW_FN s64 bw_max_debt(const struct bw_limit *l)
  * CFS's worst case allows) put nginx, idle 2 s before each 15 s run, at
  * 21.2-21.3% of a CPU under a 200 ms/1 s limit.
  *
- * The stats still count whole periods (stat_period_ns), as cpu.stat does.
- */
-/*
- * The sub-period smooth mode enforces limit @quota_ns/@period_ns in:
- * @max_stall_ns, lengthened so its sub-quota is at least
- * BW_MIN_SUB_QUOTA_NS; 0 (whole periods) if smoothing is off or that is
- * not shorter than the period. It need not divide the period: the rate
- * is what is enforced, and the stats keep their own grid of whole periods.
+ * The stats still count whole periods (stat_period_ns), as cpu.stat does,
+ * on their own grid.
+ *
+ * bw_sub_period(): the sub-period of limit @quota_ns/@period_ns (0: whole
+ * periods).
  */
 BW_FN u64 bw_sub_period(u64 quota_ns, u64 period_ns, u64 max_stall_ns)
 {

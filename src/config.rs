@@ -31,7 +31,7 @@ pub const DEFAULT_FIFO_BELOW_NICE: i32 = 0;
 pub const MAX_STALL_US_MIN: u64 = 1_000;
 pub const MAX_STALL_US_MAX: u64 = 1_000_000;
 /// On by default at 10 ms: a limit's period up to 10 ms is enforced whole
-/// (as CFS does), a longer one in sub-periods of at most 10 ms (README,
+/// (as CFS does), a longer one in sub-periods of 10 ms (README,
 /// "Smooth mode", gives the benchmark behind it).
 pub const DEFAULT_MAX_STALL_US: u64 = 10_000;
 
@@ -73,7 +73,7 @@ pub struct Tunables {
     pub quota_us: Option<u64>,
     pub guard_ms: u64,
     pub fifo_below_nice: i32,
-    /// Smooth mode: limits are enforced over sub-periods of at most this
+    /// Smooth mode: limits are enforced over sub-periods of this
     /// long (0: off, over the configured period as CFS does).
     pub max_stall_us: u64,
     /// Generation of the `cgroup_limits` map (bumped on every change) and

@@ -135,10 +135,10 @@ struct RunOpts {
     guard_ms: u64,
 
     /// Smooth mode: enforce every quota (per task and per cgroup) over
-    /// sub-periods of at most this many microseconds, each with its share
-    /// of the quota, so a throttled group waits about this long at most
-    /// whatever its period (1000..=1000000; 0 = off, whole periods as CFS;
-    /// periods up to this long are enforced whole anyway).
+    /// sub-periods of this many microseconds, each with its share of the
+    /// quota, so a throttled group waits about this long at most whatever
+    /// its period (1000..=1000000; 0 = off, whole periods as CFS; periods
+    /// up to this long are enforced whole anyway).
     #[arg(long, default_value_t = config::DEFAULT_MAX_STALL_US)]
     max_stall_us: u64,
 

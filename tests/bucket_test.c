@@ -471,7 +471,7 @@ static void burst_drawn_late_is_counted_whole(void)
 	CHECK(b.tokens_ns == 20 * (s64)MS);
 }
 
-/* Smooth mode: same share in sub-periods of at most max_stall. */
+/* Smooth mode: same share in sub-periods of max_stall. */
 static void smooth_divides_long_periods(void)
 {
 	struct bw_limit out;
