@@ -12,7 +12,7 @@
 #        the median of the rounds and each round.
 #        BW_REPORT, BW_PNG: where the report and the plot go (default
 #        bench/bandwidth-report.md, bench/nginx-latency.png).
-#        BW_STALLS (default "0 5000 10000"): the scx_fairquota runs, each
+#        BW_STALLS (default "0 6000 10000"): the scx_fairquota runs, each
 #        a --max-stall-us (0: whole periods).
 #        BW_SHARES (default 1): 0 skips the share part.
 #        VM_QEMU_EXTRA: passed to the VM (scripts/vm-run.sh) and named in the
@@ -38,7 +38,7 @@ py=/usr/bin/python3
 bin=target/release/scx_fairquota
 # label and scheduler command (none: the kernel's default scheduler)
 scheds=("default|")
-for us in ${BW_STALLS:-0 5000 10000}; do
+for us in ${BW_STALLS:-0 6000 10000}; do
     case "$us" in
         0) scheds+=("fairquota|$bin --max-stall-us 0") ;;
         *) ms=$(python3 -c "print(f'{$us / 1000:g}')")
@@ -60,6 +60,6 @@ done
 VM_CPUS=2 VM_MEMORY=3G VM_TIMEOUT=5400 scripts/vm-run.sh --rwdir "$out" -- "${guest}true"
 report="${BW_REPORT:-bench/bandwidth-report.md}"
 png="${BW_PNG:-bench/nginx-latency.png}"
-cmd="sudo bench/bandwidth.sh (ROUNDS=$ROUNDS BW_STALLS=\"${BW_STALLS:-0 5000 10000}\" BW_SHARES=${BW_SHARES:-1}), build $(git rev-parse --short HEAD)"
+cmd="sudo bench/bandwidth.sh (ROUNDS=$ROUNDS BW_STALLS=\"${BW_STALLS:-0 6000 10000}\" BW_SHARES=${BW_SHARES:-1}), build $(git rev-parse --short HEAD)"
 "$venv/bin/python" bench/bw_report.py "$out" "$cmd" "$png" > "$report"
 echo "wrote $report and $png"

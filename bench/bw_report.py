@@ -16,7 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-DEFAULT_STALL_US = 10000
+DEFAULT_STALL_US = 6000
 
 
 def stall_us(label):
