@@ -61,5 +61,7 @@ VM_CPUS=2 VM_MEMORY=3G VM_TIMEOUT=5400 scripts/vm-run.sh --rwdir "$out" -- "${gu
 report="${BW_REPORT:-bench/bandwidth-report.md}"
 png="${BW_PNG:-bench/nginx-latency.png}"
 cmd="sudo bench/bandwidth.sh (ROUNDS=$ROUNDS BW_STALLS=\"${BW_STALLS:-0 6000 10000}\" BW_SHARES=${BW_SHARES:-1}), build $(git rev-parse --short HEAD)"
-"$venv/bin/python" bench/bw_report.py "$out" "$cmd" "$png" > "$report"
+# The binary's own default, named in the report.
+default_stall=$("$bin" --help | sed -n '/--max-stall-us/,/default:/s/.*\[default: \([0-9]*\)\].*/\1/p')
+BW_DEFAULT_STALL_US="$default_stall" "$venv/bin/python" bench/bw_report.py "$out" "$cmd" "$png" > "$report"
 echo "wrote $report and $png"

@@ -16,7 +16,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-DEFAULT_STALL_US = 6000
+# The binary's --max-stall-us default (bandwidth.sh reads it from --help; 0: unknown).
+DEFAULT_STALL_US = int(os.environ.get("BW_DEFAULT_STALL_US") or 0)
 
 
 def stall_us(label):
@@ -37,13 +38,6 @@ def name(label):
     return f"scx_fairquota smooth, --max-stall-us {us}" + (
         " (the default)" if us == DEFAULT_STALL_US else "")
 
-
-class Names(dict):
-    def __missing__(self, label):
-        return name(label)
-
-
-NAMES = Names()
 LIMITS = ["200000 1000000", "20000 100000", "2000 10000"]
 
 
@@ -106,10 +100,11 @@ def main():
     print("# Bandwidth benchmark: nginx under a 20% cpu.max, and share errors\n")
     print(emulation.header(cmd, kernel, 2))
     print(f"- date: {datetime.date.today().isoformat()}")
+    then_shares = ", then the share part once per scheduler" if any(
+        "shares" in parts for parts in res.values()) else ""
     print(f"- all rows ran in one VM boot: {len(rounds)} nginx rounds, each running every scheduler "
           "once, starting one further along the list each round (so a drift of the emulation's "
-          "speed hits them alike)" + (", then the share part once per scheduler" if any(
-              "shares" in parts for parts in res.values()) else "") + ". nginx has one worker in cgroup `fq_web`; "
+          f"speed hits them alike){then_shares}. nginx has one worker in cgroup `fq_web`; "
           "`wrk -t1 -c10 -d15s --latency` runs outside it; the share is the cgroup's cpu.stat "
           "usage_usec over the run")
     print("- the fair rate is what 20% of a CPU serves at the cost per request of the same round's "
@@ -128,7 +123,7 @@ def main():
                 continue
             col = lambda k: [n.get(k) for n in ns]  # noqa: E731
             share = median(col("share"))
-            print(f"| {NAMES[lb]} | {lim} | {fmt(median(col('rps')), 0)} | "
+            print(f"| {name(lb)} | {lim} | {fmt(median(col('rps')), 0)} | "
                   f"{spread(col('pct_fair'), 0, '%')} | {fmt(median(col('p50_ms')), 2)} | "
                   f"{fmt(median(col('p90_ms')), 1)} | {fmt(median(col('p99_ms')), 1)} | "
                   f"{fmt(median(col('max_ms')), 1)} | {share * 100:.1f}% | "
@@ -146,7 +141,7 @@ def main():
                 continue
             cells = [f"{fmt(n['rps'], 0)}, {fmt(n.get('pct_fair'), 0)}%, {fmt(n['p99_ms'], 1)}"
                      if lim != "max" else f"{fmt(n['rps'], 0)}, , {fmt(n['p99_ms'], 1)}" for n in ns]
-            print(f"| {NAMES[lb]} | {lim} | " + " | ".join(cells) + " |")
+            print(f"| {name(lb)} | {lim} | " + " | ".join(cells) + " |")
     print(f"\n![nginx p99 latency per period]({os.path.basename(png)})\n")
     print("## Share error of every (quota, period) under cpu.max\n")
     shares = {lb: parts["shares"]["shares"] for lb, parts in res.items() if "shares" in parts}
@@ -162,7 +157,7 @@ def main():
 def share_table(shares):
     print("CPU hogs in one cgroup per pair (two for 150000/100000), the single-CPU pairs at once "
           "(1.2 CPUs of 2), each measured from /proc/PID/schedstat over 12 s (8 s for 150000/100000).\n")
-    print("| quota/period | target | " + " | ".join(NAMES[lb] for lb in shares) + " |")
+    print("| quota/period | target | " + " | ".join(name(lb) for lb in shares) + " |")
     print("|---|---|" + "---|" * len(shares))
     for pr in shares.get("default", {}):
         q, p = map(int, pr.split("/"))
@@ -183,7 +178,7 @@ def bursty_table(res):
               "quota (so no period sees more than half a quota of it), again and again for about "
               "8 s, with the rest of the VM idle. Each cell: the median time one computation took, "
               "its largest, and the median over its CPU time (1.0x: it ran at once).\n")
-        print("| cpu.max | job (CPU ms) | " + " | ".join(NAMES[lb] for lb in bursty) + " |")
+        print("| cpu.max | job (CPU ms) | " + " | ".join(name(lb) for lb in bursty) + " |")
         print("|---|---|" + "---|" * len(bursty))
         for lim in LIMITS:
             work = next(b[lim]["work_ms"] for b in bursty.values() if lim in b)
@@ -211,7 +206,7 @@ def plot(res, rows, rounds, png):
         p99s = [[n["p99_ms"] or 0 for n in rows[(lb, lim)]] for lim in LIMITS]
         mid = [median(v) for v in p99s]
         err = [[m - min(v) for m, v in zip(mid, p99s)], [max(v) - m for m, v in zip(mid, p99s)]]
-        ax.bar([x + i * width for x in xs], mid, width, yerr=err, capsize=2, label=NAMES[lb])
+        ax.bar([x + i * width for x in xs], mid, width, yerr=err, capsize=2, label=name(lb))
     ax.set_xticks([x + width * (len(res) - 1) / 2 for x in xs])
     ax.set_xticklabels(["200 ms / 1 s", "20 ms / 100 ms", "2 ms / 10 ms"])
     ax.set_yscale("log")
