@@ -16,6 +16,7 @@ Usage: guest.py SCENARIO OUT_DIR
 import bisect
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -145,6 +146,100 @@ def kill_all(procs):
 def cpu_ns(pid):
     """CPU time of `pid` in ns (first field of /proc/PID/schedstat)."""
     return int(read(f"/proc/{pid}/schedstat", "0 0 0").split()[0])
+
+
+TRACING = "/sys/kernel/tracing"
+SWITCH = re.compile(r"\s(\d+\.\d+): (?:sched_switch: .*?prev_pid=(\d+) .*? ==> .*?next_pid=(\d+)"
+                    r"|tracing_mark_write: fq-(start|stop))")
+
+
+class SwitchClock:
+    """Time on a CPU of some pids over a window, from the kernel's
+    sched_switch events (ftrace): each pid's time between its switch-in and
+    its switch-out, within the window between two trace markers written by
+    start() and stop() (timed by the trace itself, so a delay of this
+    script between its clock and the trace is not counted).
+
+    Unlike /proc/PID/schedstat (the kernel's sum_exec_runtime, which
+    cpu.stat sums too), it sees every turn: under sched_ext the kernel's
+    clock misses whole turns of a task that starts on an idle CPU (README,
+    "The kernel's runtime clock under sched_ext"). Used by the bandwidth
+    benchmark (bench/bw_guest.py); measure() still reads schedstat. Up to
+    64 pids the trace is filtered to their switches; more are traced
+    unfiltered."""
+
+    def __init__(self, pids):
+        self.pids = [int(p) for p in pids]
+        self._w("tracing_on", "0")
+        self._w("trace", "")
+        self._w("trace_clock", "mono")
+        self._w("buffer_size_kb", "8192")
+        flt = " || ".join(f"prev_pid == {p} || next_pid == {p}" for p in self.pids)
+        self._w("events/sched/sched_switch/filter", flt if len(self.pids) <= 64 else "0")
+        self._w("events/sched/sched_switch/enable", "1")
+
+    @staticmethod
+    def _w(name, value):
+        with open(os.path.join(TRACING, name), "w") as f:
+            f.write(value)
+
+    def start(self):
+        self.exec0 = [cpu_ns(p) for p in self.pids]
+        self._w("tracing_on", "1")
+        self._w("trace_marker", "fq-start")
+
+    def stop(self):
+        """[(seconds on a CPU, seconds of window)] per pid, in order."""
+        self._w("trace_marker", "fq-stop")
+        self._w("tracing_on", "0")
+        ran = [(cpu_ns(p) - c) / 1e9 for p, c in zip(self.pids, self.exec0)]
+        text = read(os.path.join(TRACING, "trace"))
+        self._w("events/sched/sched_switch/enable", "0")
+        self._w("events/sched/sched_switch/filter", "0")
+        self._w("trace", "")
+        m = re.search(r"entries-in-buffer/entries-written: (\d+)/(\d+)", text)
+        if not m or m.group(1) != m.group(2):
+            raise ScenarioError("sched_switch events were overwritten: the trace buffer is too small")
+        return switch_times(text, self.pids, ran)
+
+
+def switch_times(text, pids, ran):
+    """[(on-CPU seconds, window seconds)] of each of `pids` between the
+    fq-start and fq-stop markers of a sched_switch trace. A pid with no
+    switch in the window either ran all of it or none: `ran` (its
+    schedstat time over about the window, right for a task that never
+    switched) tells which."""
+    want = set(pids)
+    t0 = t1 = None
+    since, busy, seen = {}, dict.fromkeys(pids, 0.0), set()
+    for m in SWITCH.finditer(text):
+        t = float(m.group(1))
+        if m.group(4) == "start":
+            t0 = t
+            continue
+        if m.group(4) == "stop":
+            t1 = t
+            break
+        if t0 is None:
+            continue
+        prev, nxt = int(m.group(2)), int(m.group(3))
+        if prev in want:
+            # Its first event a switch-out: it was running at the start.
+            start = since.pop(prev, None if prev in seen else t0)
+            if start is not None:
+                busy[prev] += t - start
+            seen.add(prev)
+        if nxt in want:
+            since[nxt] = t
+            seen.add(nxt)
+    if t0 is None or t1 is None:
+        raise ScenarioError("the sched_switch trace lacks its start or stop marker")
+    for pid, start in since.items():
+        busy[pid] += t1 - start
+    for p, r in zip(pids, ran):
+        if p not in seen and r > (t1 - t0) / 2:
+            busy[p] = t1 - t0
+    return [(busy[p], t1 - t0) for p in pids]
 
 
 def measure(pids, seconds, raw=False):
