@@ -111,26 +111,34 @@ static __noinline void charge_own(struct task_ctx *tctx,
 
 /*
  * Charge the CPU time the running task @p used since its last charge: total
- * runtime, RR vtime and, if limited, its bandwidth bucket. CPU time is the
- * kernel's own p->se.sum_exec_runtime (IRQ time excluded), the clock of
- * /proc/PID/schedstat and cgroup cpu.stat. @turn_end: its turn ends and it
- * is still runnable (bw_turn_end()). Return the runtime charged.
+ * runtime, RR vtime and, if limited, its bandwidth bucket. CPU time is our
+ * own clock (bpf_ktime_get_ns()) from the switch that started its turn
+ * (fq_switch()) to @now, not the kernel's p->se.sum_exec_runtime: under
+ * sched_ext that clock misses whole turns of a task started on an idle CPU
+ * (README, "The kernel's runtime clock under sched_ext"), so a group
+ * limited by it ran 26-31% of a CPU at a 20% limit. Plus what its last
+ * switch's tail owes (tail_debt, fq_switch()). @turn_end: its turn ends
+ * and it is still runnable (bw_turn_end()). Return the runtime charged.
  */
 __noinline u64 fq_charge(struct task_struct *p __arg_trusted,
 			 struct task_ctx *tctx, const struct fq_config *cfg,
 			 u64 now, bool turn_end)
 {
-	u64 exec, delta;
+	s64 owed;
+	u64 delta;
 
 	if (!tctx || !cfg)
 		return 0;
-	exec = p->se.sum_exec_runtime;
-	delta = exec > tctx->last_exec_ns ? exec - tctx->last_exec_ns : 0;
-	tctx->exec_at_ns = now;
-	tctx->unseen_ns = 0;
-	if (!delta)
+	owed = tctx->tail_debt;
+	if (tctx->exec_at_ns && now > tctx->exec_at_ns)
+		owed += (s64)(now - tctx->exec_at_ns);
+	if (tctx->exec_at_ns)
+		tctx->exec_at_ns = now;
+	/* A tail charged too long is paid back from this span. */
+	tctx->tail_debt = owed < 0 ? owed : 0;
+	if (owed <= 0)
 		return 0;
-	tctx->last_exec_ns = exec;
+	delta = owed;
 	tctx->runtime_ns += delta;
 	if (tctx->class == CLASS_RR)
 		tctx->vtime += vtime_cost(delta, p->scx.weight);
@@ -142,48 +150,45 @@ __noinline u64 fq_charge(struct task_struct *p __arg_trusted,
 }
 
 /*
- * Charge @p, running on this CPU, from ops.dispatch(), where the kernel
- * has not brought p->se.sum_exec_runtime up to date since the last tick or
- * the start of the turn (it does at ticks and when the task stops). What
- * it shows is charged; the time it does not show yet, the task's unseen_ns
- * (it has run all along since exec_at_ns), is only counted against its
- * tokens when deciding whether its turn may go on, and at what length
- * (spent_unseen(), rr_slice(), cg_slice_cap()). It is charged when the
- * kernel's clock shows it, so a guess is never charged. Without it a turn
- * that its group's tokens cut to 0.4 ms was renewed when its slice timer
- * fired as if it had used nothing, and ran on to the next tick: 2-4 ms and
- * then 10-20 ms of debt (nginx at 2 ms/10 ms, smooth).
+ * The turn of @p ends at @now (ops.stopping()): charge it, and its switch
+ * away in advance. The kernel switches to the next task only after our
+ * callbacks that end the turn and start the next (this one, ops.enqueue()
+ * if it is still runnable, the next task's ops.running()): tens of
+ * microseconds under emulation, on @p's account in the kernel's own
+ * sched_switch events, and 1.2-1.7% of a limited task's share when not
+ * charged. What it costs is known only at the switch (fq_switch()), after
+ * the task may have been parked with a release time; so its usual cost
+ * (tail_ns, an average of the task's own) is charged now, and the
+ * difference is settled at its next charge (tail_debt).
  */
-static void charge_lagging(struct task_struct *p, struct task_ctx *tctx,
-			   const struct fq_config *cfg, u64 now)
+static void fq_charge_stop(struct task_struct *p, struct task_ctx *tctx,
+			   const struct fq_config *cfg, u64 now, bool runnable)
 {
-	u64 at = tctx->exec_at_ns, shown = fq_charge(p, tctx, cfg, now, true);
-
-	/* The clock has shown the runtime up to about at + shown. */
-	if (at && at + shown < now) {
-		tctx->exec_at_ns = at + shown;
-		tctx->unseen_ns = now - tctx->exec_at_ns;
-	}
+	if (tctx->exec_at_ns)
+		fq_charge(p, tctx, cfg, now + tctx->tail_ns, runnable);
+	tctx->exec_at_ns = 0;
+	tctx->stop_at_ns = now;
 }
 
 /*
- * Has @tctx used up its own or a limited group's tokens, counting the
- * runtime the kernel's clock has not shown yet (charge_lagging())?
+ * The tail of @tctx's last turn ended at @now: at the switch to the next
+ * task, or at the end of ops.running() if it runs on without one. Settle
+ * what fq_charge_stop() charged for it, and learn its usual cost (3/4
+ * old, 1/4 new). A tail longer than SWITCH_TAIL_MAX_NS is not taken as
+ * one (a task that leaves our class forgets its stop: fairquota_disable()).
  */
-static bool spent_unseen(const struct task_ctx *tctx)
+static void tail_end(struct task_ctx *tctx, u64 now)
 {
-	s64 u = tctx->unseen_ns, t;
+	u64 tail;
 
-	if (!u)
-		return false;
-	if (tctx->limited && tctx->bw.tokens_ns <= u)
-		return true;
-	if (tctx->nr_cg) {
-		cg_scan(tctx, 0, &t);
-		if (t <= u)
-			return true;
-	}
-	return false;
+	if (!tctx->stop_at_ns)
+		return;
+	tail = now > tctx->stop_at_ns ? now - tctx->stop_at_ns : 0;
+	tctx->stop_at_ns = 0;
+	if (tail >= SWITCH_TAIL_MAX_NS)
+		return;
+	tctx->tail_debt += (s64)tail - (s64)tctx->tail_ns;
+	tctx->tail_ns = (3 * tctx->tail_ns + tail) / 4;
 }
 
 /* When @tctx, throttled now, may run again: its own and its groups' release. */

@@ -139,10 +139,13 @@
  * Bandwidth (bandwidth.bpf.h, bucket.h). An RR task (not a kernel thread,
  * not exiting, not the daemon) may use at most quota_ns per period_ns when
  * quota_ns != 0. Runtime is charged from ops.tick(), ops.dispatch() and
- * ops.stopping() into the task's bucket, always under the task's rq lock
- * (in ops.dispatch() the kernel's runtime clock of the running task lags
- * since the last tick: the time since counts against its tokens there,
- * charge_lagging()).
+ * ops.stopping() into the task's bucket, always under the task's rq lock.
+ * The clock is ours (bpf_ktime_get_ns()), from the kernel's switch to the
+ * task (a tracepoint program, fairquota_switch()) to the switch away, not
+ * the kernel's runtime clock, which misses whole turns under sched_ext
+ * (fq_charge()); the end of a turn, from ops.stopping() to the switch, is
+ * charged at stopping at its usual length and settled later
+ * (fq_charge_stop()). Two task-storage lookups per context switch.
  * A turn's slice never exceeds the tokens left. The slice timer ends it
  * there when the quota (sub-quota in smooth mode) is shorter than half a
  * tick; a longer one the tick ends, at most a tick late, as CFS does, and
@@ -580,9 +583,8 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 		pctx = try_lookup_task_ctx(prev);
 	if (pctx) {
 		/* Charge @prev so far before judging its quota. */
-		charge_lagging(prev, pctx, cfg, now);
-		keep = !fq_refresh_task(prev, pctx, cfg, now) &&
-		       !spent_unseen(pctx);
+		fq_charge(prev, pctx, cfg, now, true);
+		keep = !fq_refresh_task(prev, pctx, cfg, now);
 	}
 
 	/* Work that waited past its bound goes before everything. */
@@ -656,7 +658,8 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 	slice_timer_tick(p, tctx, cpu, llc, now);
 }
 
-void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
+/* Start the turn of @p on its CPU (ops.running(), below). */
+static __always_inline void start_turn(struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct task_ctx *tctx = try_lookup_task_ctx(p);
@@ -696,9 +699,6 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 		carry_lag(tctx, cpu);
 	else
 		tctx->clock_cpu = cpu;
-	tctx->last_exec_ns = p->se.sum_exec_runtime;
-	tctx->exec_at_ns = now;
-	tctx->unseen_ns = 0;
 	tctx->fifo_head = false;
 	tctx->woke = false;
 	tctx->defer_at_ns = 0;
@@ -780,6 +780,25 @@ void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 	arm_slice_timer(cctx, tctx, slice, cut, llc, cfg, now);
 }
 
+/*
+ * @p starts running. Its runtime is charged from the end of this callback,
+ * or from the kernel's switch to it if one follows (fairquota_switch()):
+ * what comes before is the end of the last task's turn (fq_charge_stop()),
+ * its own if it goes on without a switch.
+ */
+void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
+{
+	struct task_ctx *tctx;
+	u64 now;
+
+	start_turn(p);
+	if (!(tctx = try_lookup_task_ctx(p)))
+		return;
+	now = bpf_ktime_get_ns();
+	tail_end(tctx, now);
+	tctx->exec_at_ns = now;
+}
+
 void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = try_lookup_task_ctx(p);
@@ -798,7 +817,7 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 		rr_budget_charge(cctx, tctx->turn_start_ns, now);
 		cctx->curr_bturn = 0;
 	}
-	fq_charge(p, tctx, cfg, now, runnable);
+	fq_charge_stop(p, tctx, cfg, now, runnable);
 	if (tctx->class == CLASS_RR) {
 		tctx->turn_step = turn_cost(tctx, now);
 		if (cctx)
@@ -915,6 +934,39 @@ void BPF_STRUCT_OPS(fairquota_dequeue, struct task_struct *p, u64 deq_flags)
 	cg_release_done(tctx);
 	if (deq_flags & SCX_DEQ_SLEEP)
 		tctx->enq_at_ns = 0;
+}
+
+/*
+ * @p leaves our class (another policy, or the scheduler detaches): it runs
+ * on no clock of ours until it comes back.
+ */
+void BPF_STRUCT_OPS(fairquota_disable, struct task_struct *p)
+{
+	struct task_ctx *tctx = try_lookup_task_ctx(p);
+
+	if (!tctx)
+		return;
+	tctx->exec_at_ns = 0;
+	tctx->stop_at_ns = 0;
+}
+
+/*
+ * The kernel switches from @prev to @next (the sched_switch tracepoint,
+ * after both callbacks): @prev's turn ends here, as in the kernel's own
+ * sched_switch events, and @next's runtime counts from here.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(fairquota_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	u64 now = bpf_ktime_get_ns();
+	struct task_ctx *tctx;
+
+	if ((tctx = try_lookup_task_ctx(prev)))
+		tail_end(tctx, now);
+	if ((tctx = try_lookup_task_ctx(next)) && tctx->exec_at_ns)
+		tctx->exec_at_ns = now;
+	return 0;
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_init)
@@ -1056,6 +1108,7 @@ SCX_OPS_DEFINE(fairquota_ops,
 	       .stopping	= (void *)fairquota_stopping,
 	       .yield		= (void *)fairquota_yield,
 	       .init_task	= (void *)fairquota_init_task,
+	       .disable		= (void *)fairquota_disable,
 	       .cgroup_init	= (void *)fairquota_cgroup_init,
 	       .cgroup_exit	= (void *)fairquota_cgroup_exit,
 	       .cgroup_set_bandwidth = (void *)fairquota_cgroup_set_bandwidth,

@@ -156,7 +156,7 @@ static bool in_rcu_reader(const struct task_struct *p)
 static bool kthread_turn(const struct task_struct *p, struct task_ctx *tctx,
 			 u64 slice_ns, bool wakeup)
 {
-	u64 exec = p->se.sum_exec_runtime;
+	u64 exec = tctx->runtime_ns;
 
 	if (!(p->flags & PF_KTHREAD))
 		return false;
@@ -212,7 +212,7 @@ static bool sleeps_in_d(const struct task_struct *p)
 static void dsleep_stop(const struct task_struct *p, struct task_ctx *tctx,
 			const struct fq_config *cfg, bool runnable)
 {
-	u64 exec = p->se.sum_exec_runtime;
+	u64 exec = tctx->runtime_ns;
 
 	if (!runnable) {
 		tctx->dsleep = sleeps_in_d(p);
@@ -314,8 +314,7 @@ static u64 rr_waiting(s32 cpu, u32 llc)
 }
 
 /*
- * @slice, cut to the fewest tokens left in @tctx's limited cgroups (less
- * its runtime not charged yet, unseen_ns: charge_lagging()): 0 if one has
+ * @slice, cut to the fewest tokens left in @tctx's limited cgroups: 0 if one has
  * none (its refill, done here, found it still in debt after the caller's
  * throttle check), so the turn ends at once and the task is parked, rather
  * than running a whole slice until a tick notices.
@@ -330,7 +329,6 @@ static u64 cg_slice_cap(const struct task_ctx *tctx,
 	/* Tokens of this period, not of the last charge's. */
 	cg_charge(tctx, cfg, bpf_ktime_get_ns(), 0, false);
 	cg_scan(tctx, 0, &t);
-	t -= (s64)tctx->unseen_ns;
 	if (t <= 0)
 		return 0;
 	return (u64)t < slice ? (u64)t : slice;
@@ -354,8 +352,7 @@ static u64 rr_base_slice(const struct fq_config *cfg, s32 cpu, u32 llc)
 
 /*
  * RR slice of @tctx on @cpu of @llc (rr_base_slice()), never more than
- * its remaining quota or its limited cgroups' tokens (less its runtime
- * not charged yet, unseen_ns: charge_lagging()). *@cut tells whether
+ * its remaining quota or its limited cgroups' tokens. *@cut tells whether
  * those tokens cut it (arm_slice_timer() leaves such a turn to the tick
  * where the tick ends the quota).
  */
@@ -365,7 +362,7 @@ static u64 rr_slice(const struct task_ctx *tctx, const struct fq_config *cfg,
 	u64 base = rr_base_slice(cfg, cpu, llc), slice = base;
 	s64 left;
 
-	left = tctx->bw.tokens_ns - (s64)tctx->unseen_ns;
+	left = tctx->bw.tokens_ns;
 	if (tctx->limited && left > 0 && (u64)left < slice)
 		slice = left;
 	slice = cg_slice_cap(tctx, cfg, slice);
@@ -1133,16 +1130,12 @@ static bool rr_keep_prev(struct task_ctx *pctx, s32 cpu, u32 llc, u64 now,
 /*
  * A turn of @tctx of @slice ns starts now: remember where, for
  * rr_keep_prev(), and how long, for turn_ran_out(). A turn renewed from
- * ops.dispatch() starts where the one that ends got to, runtime the
- * kernel's clock has not shown yet included (unseen_ns: charge_lagging());
- * starting from the charged vtime lost it, up to a tick's worth per
- * renewal.
+ * ops.dispatch() starts where the one that ends got to (charged there).
  */
 static void turn_begin(struct task_ctx *tctx, u64 now, u64 slice)
 {
 	tctx->turn_start_ns = now;
-	tctx->turn_vtime = tctx->vtime + vtime_cost(tctx->unseen_ns,
-						    tctx->weight);
+	tctx->turn_vtime = tctx->vtime;
 	tctx->turn_slice_ns = slice;
 }
 

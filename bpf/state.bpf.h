@@ -79,9 +79,10 @@ fail:
  */
 struct task_ctx {
 	u64 vtime;		/* weighted virtual time in its LLC (RR order) */
-	u64 last_exec_ns;	/* p->se.sum_exec_runtime charged so far */
-	u64 exec_at_ns;		/* runtime charged up to about this time */
-	u64 unseen_ns;		/* runtime since, not shown yet (charge_lagging()) */
+	u64 exec_at_ns;		/* running: runtime charged up to this time */
+	u64 stop_at_ns;		/* its turn stopped here; switch not seen yet */
+	u64 tail_ns;		/* its usual switch tail (fq_charge_stop()) */
+	s64 tail_debt;		/* tails measured less tails charged */
 	u64 enq_at_ns;		/* when it was last queued (its wait's start) */
 	u64 runtime_ns;		/* total CPU time under this scheduler */
 	u64 release_at_ns;	/* while parked: when its bucket refills */
@@ -89,8 +90,8 @@ struct task_ctx {
 	u64 turn_vtime;		/* its vtime then */
 	u64 turn_slice_ns;	/* the slice it was given then */
 	u64 max_wait_ns;	/* longest wait, runnable (or released) to running */
-	u64 kturn_end_ns;	/* kernel thread: sum_exec_runtime its turn ends at */
-	u64 dturn_end_ns;	/* woken from D: sum_exec_runtime dsleep ends at */
+	u64 kturn_end_ns;	/* kernel thread: runtime_ns its turn ends at */
+	u64 dturn_end_ns;	/* woken from D: runtime_ns dsleep ends at */
 	u64 tick_utime;		/* p->utime at its last tick (tick_in_kernel()) */
 	u64 defer_at_ns;	/* first tick of this turn that put off a cut */
 	u64 turn_step;		/* RR: vtime its last turn moved (stopping) */

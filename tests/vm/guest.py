@@ -3,7 +3,7 @@
 """Scenarios run inside the sched_ext VM (see tests/test_vm.py).
 
 Each scenario starts scx_fairquota and a workload, measures what happened
-(CPU shares from /proc/PID/schedstat, exit codes, the kernel's
+(CPU shares from the kernel's sched_switch events, exit codes, the kernel's
 /sys/kernel/sched_ext state, the daemon's printed stats) and writes the
 measurements as JSON to OUT/<scenario>.json. It asserts nothing itself:
 the host-side tests compare the numbers with their targets. It exits
@@ -163,8 +163,8 @@ class SwitchClock:
     Unlike /proc/PID/schedstat (the kernel's sum_exec_runtime, which
     cpu.stat sums too), it sees every turn: under sched_ext the kernel's
     clock misses whole turns of a task that starts on an idle CPU (README,
-    "The kernel's runtime clock under sched_ext"). Used by the bandwidth
-    benchmark (bench/bw_guest.py); measure() still reads schedstat. Up to
+    "The kernel's runtime clock under sched_ext"). measure() and the
+    bandwidth benchmark (bench/bw_guest.py) read shares through it. Up to
     64 pids the trace is filtered to their switches; more are traced
     unfiltered."""
 
@@ -173,7 +173,8 @@ class SwitchClock:
         self._w("tracing_on", "0")
         self._w("trace", "")
         self._w("trace_clock", "mono")
-        self._w("buffer_size_kb", "8192")
+        # Per CPU: 8 MB up to 8 CPUs, 64 MB in all beyond.
+        self._w("buffer_size_kb", str(max(2048, min(8192, 65536 // os.cpu_count()))))
         flt = " || ".join(f"prev_pid == {p} || next_pid == {p}" for p in self.pids)
         self._w("events/sched/sched_switch/filter", flt if len(self.pids) <= 64 else "0")
         self._w("events/sched/sched_switch/enable", "1")
@@ -244,38 +245,15 @@ def switch_times(text, pids, ran):
 
 def measure(pids, seconds, raw=False):
     """Share of one CPU each pid used over about `seconds` of wall time
-    (with `raw`, each pid's CPU time and wall time, in seconds).
-    Each pid's CPU time is divided by the wall time between its own two
-    reads, not by the whole pass: this script is an RR task too, so under
-    a per-task quota it is throttled like the hogs, and one pass over 32
-    pids took 3.6 s on 32 vCPUs at 2000/10000 (measured against the pass,
-    the hogs there seemed to get 15.8% where each got 19.8%).
-
-    Each read is bracketed by two clock reads, timed at their midpoint and
-    tried up to 3 times while the bracket is wider than 20 ms, but not past
-    0.2 s per pid (behind FIFO hogs one read can take a guard period):
-    throttled or left unrun between its clock read and its CPU-time read,
-    this script paired a hog's CPU time with a clock read from before the
-    gap (a hog under a 20% quota may run a fifth of the gap in it)."""
-    def read_one(pid):
-        best, start = None, time.monotonic()
-        for _ in range(3):
-            ta = time.monotonic()
-            c = cpu_ns(pid)
-            tb = time.monotonic()
-            if best is None or tb - ta < best[0]:
-                best = (tb - ta, (ta + tb) / 2, c)
-            if tb - ta <= 0.02 or tb - start >= 0.2:
-                break
-        return best[1], best[2]
-
-    def snap():
-        return [read_one(p) for p in pids]
-
-    s0 = snap()
+    (with `raw`, each pid's CPU time and the window, in seconds), from the
+    kernel's sched_switch events (SwitchClock), timed by the trace itself:
+    neither this script's own turns (it is an RR task too, throttled like
+    the hogs under a per-task quota) nor the kernel's runtime clock, which
+    misses whole turns under sched_ext, enter the figure."""
+    clock = SwitchClock(pids)
+    clock.start()
     time.sleep(seconds)
-    s1 = snap()
-    spans = [((c1 - c0) / 1e9, t1 - t0) for (t0, c0), (t1, c1) in zip(s0, s1)]
+    spans = clock.stop()
     return spans if raw else [cpu / wall for cpu, wall in spans]
 
 
