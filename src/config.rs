@@ -30,10 +30,13 @@ pub const DEFAULT_FIFO_BELOW_NICE: i32 = 0;
 /// Smooth mode: longest sub-period a limit is enforced over (0 = off).
 pub const MAX_STALL_US_MIN: u64 = 1_000;
 pub const MAX_STALL_US_MAX: u64 = 1_000_000;
-/// On by default at 6 ms: a limit's period up to 6 ms is enforced whole
-/// (as CFS does), a longer one in sub-periods of 6 ms (README, "Smooth
-/// mode", and bench/smooth-scan-report.md give the benchmark behind it).
-pub const DEFAULT_MAX_STALL_US: u64 = 6_000;
+/// On by default at 10 ms: a limit's period up to 10 ms is enforced whole
+/// (as CFS does), a longer one in sub-periods of 10 ms. Measured by the
+/// kernel's sched_switch events, 6 ms sub-periods (a 1.2 ms sub-quota at
+/// 20%, below half a tick: a slice timer per turn) served nginx 71-75% of
+/// the fair rate, 10 ms ones 100-103% with a shorter p99 (README, "Smooth
+/// mode"; bench/bandwidth-selfclock-report.md).
+pub const DEFAULT_MAX_STALL_US: u64 = 10_000;
 
 /// The default RR slice on a host with `nr_cpus` online CPUs: the kernel's
 /// own EEVDF base slice, 750 us x (1 + log2(min(CPUs, 8))) (its default
