@@ -110,8 +110,9 @@ def main():
           "`sched_switch` events (ftrace, filtered to its pid). The kernel's own runtime clock, "
           "and with it the cgroup's cpu.stat `usage_usec` (the next column), misses whole turns "
           "of a task that starts on an idle CPU under sched_ext (README: \"The kernel's runtime "
-          "clock under sched_ext\"); scx_fairquota charges by that clock today, so a limited "
-          "group's cpu.stat reads its limit while its switches show what it ran")
+          "clock under sched_ext\"); scx_fairquota charges its own clock between the kernel's "
+          "switches (since 2026-12-05), so its limits hold by the switches and cpu.stat reads "
+          "less")
     print("- the fair rate is what 20% of a CPU serves at the cost per request of the same round's "
           "unlimited run under the default scheduler: " + "; ".join(
               f"round {rd.split('-')[1]}: {u['rps']:.0f} req/s at {u['share'] * 100:.0f}% of a CPU, "
