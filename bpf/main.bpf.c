@@ -57,13 +57,21 @@
  *    never preempt on wakeup. Wakeups go to an idle CPU when
  *    there is one (the kernel's pick, without its sync shortcut, which
  *    queued the wakee behind a running waker while a CPU stayed idle).
+ *    A wakeup to another CPU is queued to that CPU where the kernel would
+ *    queue it for CFS (SCX_OPS_ALLOW_QUEUED_WAKEUP, set by the daemon
+ *    where the kernel has it): ops.select_cpu() still picks the CPU on
+ *    the waker's, and the wakee's CPU runs ops.enqueue() under its own rq
+ *    lock, so a waker takes no other CPU's rq lock (on many LLCs that
+ *    lock's line would move at every cross-CPU wakeup).
  *    A CPU going idle looks at its queues once more (ops.update_idle()),
  *    so no wakeup is lost to the moment between its last dispatch and its
  *    idle mark. A per-CPU BPF timer (slice.bpf.h) ends a slice that a tick
  *    would end more than 1 ms late, so slices are honored within 1 ms; it is
  *    started only for turns that may need it (arm_slice_timer(): a turn that
  *    blocks before a tick costs no timer, under a quota too unless its tokens
- *    cut it short; a turn of a task that ran its last turn out, or that
+ *    cut it short and its task's last turn did not block (a limited turn
+ *    after a block is left to its own block and the tick, as CFS leaves
+ *    it; the overrun is charged); a turn of a task that ran its last turn out, or that
  *    follows such a turn on its CPU unless its task is wakeup-driven, is
  *    timed when others wait; a first CPU-bound turn after blocking early
  *    may run up to a tick past a slice shorter than a tick unless a
@@ -658,11 +666,11 @@ void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
 	slice_timer_tick(p, tctx, cpu, llc, now);
 }
 
-/* Start the turn of @p on its CPU (ops.running(), below). */
-static __always_inline void start_turn(struct task_struct *p)
+/* Start the turn of @p (@tctx: its state) on its CPU (ops.running()). */
+static __always_inline void start_turn(struct task_struct *p,
+				       struct task_ctx *tctx)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
-	struct task_ctx *tctx = try_lookup_task_ctx(p);
 	struct cpu_ctx *cctx = try_lookup_cpu_ctx(cpu);
 	u64 now = bpf_ktime_get_ns(), slice, budget;
 	u32 llc = llc_of(cpu);
@@ -788,11 +796,11 @@ static __always_inline void start_turn(struct task_struct *p)
  */
 void BPF_STRUCT_OPS(fairquota_running, struct task_struct *p)
 {
-	struct task_ctx *tctx;
+	struct task_ctx *tctx = try_lookup_task_ctx(p);
 	u64 now;
 
-	start_turn(p);
-	if (!(tctx = try_lookup_task_ctx(p)))
+	start_turn(p, tctx);
+	if (!tctx)
 		return;
 	now = bpf_ktime_get_ns();
 	tail_end(tctx, now);

@@ -1163,6 +1163,7 @@ static void mark_turn_end(struct task_ctx *tctx, bool runnable, u64 now)
 	bool out = turn_ran_out(tctx, now);
 
 	tctx->ran_out = runnable && out;
+	tctx->blocked = !runnable;
 	if (!runnable)
 		tctx->blocks_early = !out;
 	else if (out)

@@ -280,9 +280,17 @@ static bool tick_far(const struct cpu_ctx *cctx, u64 slice, u64 now)
  * after blocking early (its start-up's page faults) runs its first such
  * turn to the tick, unless a timer still running on the CPU takes it
  * (slice_timer_follow()). For a task under a quota or a
- * limited cgroup, whatever waits; a limited turn shorter than
+ * limited cgroup, whatever waits, a limited turn shorter than
  * the configured slice (its tokens, split mode or the RR budget cut it)
- * is always timed, so a quota ends on time. Not where the tick may end
+ * is timed, so a quota ends on time, unless the task's last turn ended
+ * by blocking: a server's turns (nginx: one per few requests) are left
+ * to their own blocking and to the tick, as CFS leaves them (it has no
+ * timer: its bandwidth check runs when the runtime is updated, at the
+ * task's own switches and at ticks). The tick that finds the tokens
+ * spent ends the turn (or the slice timer, if others wait and the tick
+ * finds less than a tick left: slice_timer_tick()). The overrun, at most
+ * a tick and mostly what is left of the turn, is charged: the bucket's
+ * debt pays it back. Not where the tick may end
  * the quota (tick_cuts_quota()): a turn its tokens cut is left to the
  * tick (quota_at_tick), and any other is an RR slice like an unlimited
  * task's.
@@ -321,7 +329,8 @@ static __always_inline void arm_slice_timer(struct cpu_ctx *cctx,
 		timed = tctx->nr_cg && !tick_cuts_quota(tctx, cfg);
 	} else if ((tctx->limited || tctx->nr_cg) &&
 		   !tick_cuts_quota(tctx, cfg)) {
-		timed = slice < cfg->slice_ns || tctx->ran_out;
+		timed = tctx->ran_out ||
+			(slice < cfg->slice_ns && !tctx->blocked);
 	} else if (cut) {
 		/* Only a limited task's tokens cut a slice. */
 		cctx->quota_at_tick = true;

@@ -111,6 +111,7 @@ struct task_ctx {
 	u8 urgent;		/* moved to URGENT; its turn is not preempted */
 	u8 ran_out;		/* it ran its last turn out (turn_ran_out()) */
 	u8 blocks_early;	/* its last turn not preempted early blocked early */
+	u8 blocked;		/* its last turn ended by blocking */
 	u8 sync_wake;		/* woken by a sync wakeup (select_cpu), once */
 	u8 woke;		/* queued by its wakeup, not run since */
 	u8 dsleep;		/* slept in D, not run a slice since (kernel_wait()) */

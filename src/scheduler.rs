@@ -17,7 +17,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use crossbeam::channel::{Receiver, Sender, TryRecvError};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
-use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
+use scx_utils::{compat, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 
 use crate::cgroups::{self, Limited};
 use crate::config::{self, Tunables};
@@ -63,8 +63,8 @@ impl<'a> Scheduler<'a> {
         );
         let topo = topology::read()?;
         info!("topology: {topo}");
-        let bw_ops = scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_bandwidth")
-            .unwrap_or(false);
+        let bw_ops =
+            compat::struct_has_field("sched_ext_ops", "cgroup_set_bandwidth").unwrap_or(false);
         if let Some(note) = cgroups::kernel_cpu_max_note(bw_ops, &sysfs::kernel_release()) {
             warn!("{note}");
         }
@@ -79,6 +79,9 @@ impl<'a> Scheduler<'a> {
         let skel_builder = BpfSkelBuilder::default();
         let mut skel = scx_ops_open!(skel_builder, open_object, fairquota_ops, None)?;
         skel.struct_ops.fairquota_ops_mut().exit_dump_len = opts.exit_dump_len;
+        // Wakeups to another CPU are queued to it (an IPI) where the
+        // kernel would for CFS: 0 on kernels without the flag.
+        skel.struct_ops.fairquota_ops_mut().flags |= *compat::SCX_OPS_ALLOW_QUEUED_WAKEUP;
         if opts.verifier_stats {
             // BPF_LOG_STATS: the verifier's totals only, never its trace.
             use libbpf_rs::skel::OpenSkel;
