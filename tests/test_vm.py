@@ -1024,6 +1024,12 @@ def test_cgroup_limits_exact(binary, tmp_path):
         ("  its share after (6 s, 20% + the one burst)", pct(r["burst_share"]), "20% +- 1 point",
          abs(r["burst_share"] - 0.20) <= 0.01),
         ("no burst set, always busy: nr_bursts", nb.get("nr_bursts"), "0", nb.get("nr_bursts") == "0"),
+        # Its turns after a block are left to the tick: an overrun, up to a
+        # tick, is charged as debt, so the share holds. 2%, not 1%:
+        # windows read 0.1026, 0.1000 and 0.1008 in one run (likely a release the
+        # emulator made late leaves quota that later periods may draw).
+        ("wakeup-driven (0.3 ms turns, 0.1 ms sleeps) at 1000/10000: share",
+         f"{r['wake_share']:.4f} CPUs", "0.100 +- 2% rel", abs(r["wake_share"] - 0.1) <= 0.002),
     ]
     strict, smooth = r["strict_1s_row"], r["smooth_row"]
 

@@ -1708,6 +1708,29 @@ print(" ".join(f"{x:.6f}" for x in took))
 """
 
 
+# Wakeup-driven work, forever: argv[1] s of CPU time, then a sleep of
+# argv[2] s (a server's turn per request, which blocks between them).
+SERVER = """
+import sys, time
+work, gap = float(sys.argv[1]), float(sys.argv[2])
+while True:
+    c0 = time.process_time()
+    while time.process_time() - c0 < work:
+        pass
+    time.sleep(gap)
+"""
+
+
+def spawn_in_cgroup(rel, script, *args):
+    """Start `script` (Python source) with `args` in cgroup `rel`."""
+    procs = os.path.join(CG, rel, "cgroup.procs")
+
+    def join():
+        with open(procs, "w") as f:
+            f.write("0")
+    return subprocess.Popen([PY, "-c", script] + [str(a) for a in args], preexec_fn=join)
+
+
 def run_bursty(rel, work_ms, gap_ms, n):
     """Run BURSTY in cgroup `rel`: n jobs of work_ms CPU time, each after
     gap_ms of sleep. Return how long each took (ms)."""
@@ -1736,6 +1759,12 @@ def scenario_cgroup_exact(out):
     for q, p, _ in cli:
         make_cgroup(f"fqx_cli_{q}_{p}")
         args += ["--cgroup", f"fqx_cli_{q}_{p}={q}/{p}"]
+    # And wakeup-driven work under a quota shorter than half a tick: turns
+    # of 0.3 ms CPU, each ended by a 0.1 ms sleep, at 1000/10000. A turn
+    # after a block is left to its own block and the tick, and its overrun
+    # is charged (arm_slice_timer()).
+    make_cgroup("fqx_wake")
+    args += ["--cgroup", "fqx_wake=1000/10000"]
     # Beside them a group with cpu.max.burst that was idle, then busy
     # (cpu.max applies wherever no command-line limit replaces it).
     make_cgroup("fqx_burst")
@@ -1752,7 +1781,10 @@ def scenario_cgroup_exact(out):
     time.sleep(3)
     res["cli"] = steady("exact: --cgroup pairs", lambda: shares_of(cli, hogs, 12, whole_periods=True))
     res["burst_share"] = group_share([[burst.pid]], 6)[0]
-    kill_all([h for v in hogs.values() for h in v] + [burst])
+    wake = spawn_in_cgroup("fqx_wake", SERVER, 0.0003, 0.0001)
+    time.sleep(2)
+    res["wake_share"] = steady("exact: wakeup-driven 1000/10000", lambda: measure([wake.pid], 8))[0]
+    kill_all([h for v in hogs.values() for h in v] + [burst, wake])
     res["rc_cli"] = d.stop()
     res["strict_1s_row"] = last_row(d.stdout(), "fqx_cli_200000_1000000")
     res["burst_row"] = last_row(d.stdout(), "fqx_burst")
