@@ -1721,26 +1721,26 @@ while True:
 """
 
 
-def spawn_in_cgroup(rel, script, *args):
-    """Start `script` (Python source) with `args` in cgroup `rel`."""
+def joiner(rel):
+    """A preexec_fn that moves the new process into cgroup `rel`."""
     procs = os.path.join(CG, rel, "cgroup.procs")
 
     def join():
         with open(procs, "w") as f:
             f.write("0")
-    return subprocess.Popen([PY, "-c", script] + [str(a) for a in args], preexec_fn=join)
+    return join
+
+
+def spawn_in_cgroup(rel, script, *args):
+    """Start `script` (Python source) with `args` in cgroup `rel`."""
+    return subprocess.Popen([PY, "-c", script] + [str(a) for a in args], preexec_fn=joiner(rel))
 
 
 def run_bursty(rel, work_ms, gap_ms, n):
     """Run BURSTY in cgroup `rel`: n jobs of work_ms CPU time, each after
     gap_ms of sleep. Return how long each took (ms)."""
-    procs = os.path.join(CG, rel, "cgroup.procs")
-
-    def join():
-        with open(procs, "w") as f:
-            f.write("0")
     r = subprocess.run([PY, "-c", BURSTY, str(work_ms / 1000), str(gap_ms / 1000), str(n)],
-                       preexec_fn=join, capture_output=True, text=True, timeout=300)
+                       preexec_fn=joiner(rel), capture_output=True, text=True, timeout=300)
     return [float(x) * 1000 for x in r.stdout.split()]
 
 
