@@ -995,8 +995,8 @@ def test_cgroup_limits(binary, tmp_path):
 
 def test_cgroup_limits_exact(binary, tmp_path):
     """Every (Q,P) pair of the issue to 1% relative, each the median of 3
-    windows (guest.py steady()), but the smooth 1 s pair: one window, since
-    its period counts are checked against the run's length."""
+    windows (guest.py steady()): a single window of the smooth 1 s pair read
+    20.25% once under a loaded host."""
     r = run_scenario("cgroup_exact", tmp_path)
 
     def near(share, want):
@@ -1056,11 +1056,14 @@ def test_cgroup_limits_exact(binary, tmp_path):
         # turns beyond 4 ms: 24 ms is a 6 ms turn's wait.
         ("smooth: mean throttled stretch", f"{stretch_ms(smooth, r['smooth_totals']):.1f} ms",
          "<= 24 ms (a 6 ms turn's wait)", 0 < stretch_ms(smooth, r["smooth_totals"]) <= 24.0),
-        # cpu.stat's meaning: whole 1 s periods, each throttled (15 s
-        # run), not the sub-periods (about 100 a second before).
+        # cpu.stat's meaning: whole 1 s periods, each throttled (one a
+        # second of the group's life), not the sub-periods (about 100 a
+        # second before). The last stats row can lag the end by a period.
         ("smooth: nr_periods and nr_throttled count whole periods",
-         (smooth.get("nr_periods"), smooth.get("nr_throttled")), "10..20 each",
-         all(10 <= int(smooth.get(k, 0)) <= 20 for k in ("nr_periods", "nr_throttled"))),
+         (smooth.get("nr_periods"), smooth.get("nr_throttled")),
+         f"{0.7 * r['smooth_run_s']:.0f}..{r['smooth_run_s'] + 2:.0f} each (one a second)",
+         all(0.7 * r["smooth_run_s"] <= int(smooth.get(k, 0)) <= r["smooth_run_s"] + 2
+             for k in ("nr_periods", "nr_throttled"))),
         ("strict (no smoothing), same limit: mean stretch", f"{stretch_ms(strict):.1f} ms", ">= 500 ms",
          stretch_ms(strict) >= 500.0),
         ("smooth shown in the config line", "smooth=10000us" in r["smooth_show"], "True",
