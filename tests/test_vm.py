@@ -1007,7 +1007,15 @@ def test_cgroup_limits_exact(binary, tmp_path):
         for pair, share in r[src].items():
             q, p = map(int, pair.split("/"))
             want = q / p
-            checks.append((f"{src}: {pair} share", f"{share:.4f} CPUs", f"{want:.3f} +- 1% rel",
+            # Shown with it: each window, and what the scheduler charged
+            # the group over the three (its stats rows' usage_usec): a
+            # charge that matches the target beside a share that misses
+            # it is charging that disagrees with the kernel's switches.
+            wins = "/".join(f"{w[pair]:.4f}" for w in r.get(f"{src}_windows", []) if pair in w)
+            charged = r.get(f"{src}_charged", {}).get(pair)
+            seen = f"{share:.4f} CPUs (windows {wins}; charged " + \
+                (f"{charged:.4f})" if charged is not None else "?)")
+            checks.append((f"{src}: {pair} share", seen, f"{want:.3f} +- 1% rel",
                            near(share, want)))
     b, nb = r["burst_row"], r["noburst_row"]
     checks += [

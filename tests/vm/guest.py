@@ -1631,6 +1631,40 @@ def last_row(stdout, path):
     return rows[-1] if rows else {}
 
 
+def usage_at(stdout, path):
+    """(daemon seconds, usage_usec) of the last periodic stats row of
+    cgroup `path` in `stdout`, or None."""
+    t, last = None, None
+    for line in stdout.splitlines():
+        if line.startswith("[fairquota] t="):
+            t = float(line.split()[1][2:].rstrip("s"))
+        elif t is not None and line.startswith(f"cgroup {path} "):
+            m = re.search(r"usage_usec=(\d+)", line)
+            if m:
+                last = (t, int(m.group(1)))
+    return last
+
+
+def usage_share(before, after, path):
+    """The share of cgroup `path` by the scheduler's own charging, between
+    its last stats rows in two snapshots of the daemon's stdout (every
+    --stats-interval): beside a share measured from sched_switch events, it
+    tells a charging that disagrees with the kernel's switches from a
+    group that was given less."""
+    a, b = usage_at(before, path), usage_at(after, path)
+    if not a or not b or b[0] <= a[0]:
+        return None
+    return (b[1] - a[1]) / 1e6 / (b[0] - a[0])
+
+
+def steady_windows(label):
+    """The windows of the latest steady() call for `label`."""
+    for row in reversed(STEADY):
+        if row[0] == label:
+            return row[1:]
+    return []
+
+
 # The exactness pairs of issue 6 (quota us, period us, busy threads).
 PAIRS = [(1000, 10000, 1), (2000, 10000, 1), (20000, 100000, 1), (200000, 1000000, 1),
          (50000, 100000, 1), (150000, 100000, 2)]
@@ -1779,7 +1813,12 @@ def scenario_cgroup_exact(out):
     burst = subprocess.Popen(["sh", "-c", f"echo $$ > {CG}/fqx_burst/cgroup.procs; sleep 2; "
                               "exec sh -c 'while :; do :; done'"])
     time.sleep(3)
+    before = d.stdout()
     res["cli"] = steady("exact: --cgroup pairs", lambda: shares_of(cli, hogs, 12, whole_periods=True))
+    after = d.stdout()
+    res["cli_windows"] = steady_windows("exact: --cgroup pairs")
+    res["cli_charged"] = {f"{q}/{p}": usage_share(before, after, f"fqx_cli_{q}_{p}")
+                          for q, p, _ in cli}
     res["burst_share"] = group_share([[burst.pid]], 6)[0]
     wake = spawn_in_cgroup("fqx_wake", SERVER, 0.0003, 0.0001)
     time.sleep(2)
@@ -1797,7 +1836,12 @@ def scenario_cgroup_exact(out):
     d = Daemon(out, "exact-kernel", ["--stats-interval", "2"])
     hogs = start_group_hogs(single, "fqx_k")
     time.sleep(3)
+    before = d.stdout()
     res["kernel"] = steady("exact: cpu.max pairs", lambda: shares_of(single, hogs, 12))
+    after = d.stdout()
+    res["kernel_windows"] = steady_windows("exact: cpu.max pairs")
+    res["kernel_charged"] = {f"{q}/{p}": usage_share(before, after, f"fqx_k_{q}_{p}")
+                             for q, p, _ in single}
     kill_all([h for v in hogs.values() for h in v])
     hogs = start_group_hogs(multi, "fqx_k")
     time.sleep(3)
