@@ -14,6 +14,7 @@ Usage: guest.py SCENARIO OUT_DIR
        guest.py batch OUT_DIR SCENARIO...   (one boot, one process each)
 """
 import bisect
+import gzip
 import json
 import os
 import re
@@ -149,6 +150,10 @@ def cpu_ns(pid):
 
 
 TRACING = "/sys/kernel/tracing"
+# A directory where SwitchClock keeps each window's raw trace (gzipped),
+# so that a share that misses its target can be read event by event
+# after the run; None: not kept.
+KEEP_TRACES = None
 SWITCH = re.compile(r"\s(\d+\.\d+): (?:sched_switch: .*?prev_pid=(\d+) .*? ==> .*?next_pid=(\d+)"
                     r"|tracing_mark_write: fq-(start|stop))")
 
@@ -198,6 +203,10 @@ class SwitchClock:
         self._w("events/sched/sched_switch/enable", "0")
         self._w("events/sched/sched_switch/filter", "0")
         self._w("trace", "")
+        if KEEP_TRACES:
+            n = len([f for f in os.listdir(KEEP_TRACES) if f.startswith("switch-")])
+            with gzip.open(os.path.join(KEEP_TRACES, f"switch-{n:02d}.txt.gz"), "wt") as f:
+                f.write(text)
         m = re.search(r"entries-in-buffer/entries-written: (\d+)/(\d+)", text)
         if not m or m.group(1) != m.group(2):
             raise ScenarioError("sched_switch events were overwritten: the trace buffer is too small")
@@ -1782,6 +1791,8 @@ def scenario_cgroup_exact(out):
     """Every (Q,P) pair of the issue, from --cgroup and from cpu.max, each
     measured over 12 s (>= 10 periods of the longest); cpu.max.burst after
     an idle stretch; smooth mode on a 1 s period."""
+    global KEEP_TRACES
+    KEEP_TRACES = out
     enable_cpu_controller()
     res = {}
     single = [x for x in PAIRS if x[2] == 1]
