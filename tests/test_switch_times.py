@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Host-side checks of switch_times() (tests/vm/guest.py): the on-CPU time
-the bandwidth benchmark reads from a sched_switch trace."""
+the bandwidth benchmark reads from a sched_switch trace; and of
+usage_share(), the scheduler's own charge that the exact-share test prints
+beside it."""
 import os
 import sys
 
@@ -46,3 +48,22 @@ def test_a_pid_that_never_switched_ran_all_or_none_of_the_window():
 def test_a_trace_without_its_markers_is_an_error():
     with pytest.raises(guest.ScenarioError):
         guest.switch_times(HEADER + switch(10.0, 0, 5, 0), [5], [0])
+
+
+def stats(t, usage):
+    return (f"[fairquota] t={t:.1f}s tasks=3 cgroups=1\n"
+            f"cgroup g from=cli quota=1000/10000 burst=0 cpu=10.0% usage_usec={usage}\n"
+            f"cgroup g2 from=cli quota=2000/10000 burst=0 cpu=20.0% usage_usec=7\n")
+
+
+def test_usage_share_is_the_charge_between_the_last_rows_of_two_snapshots():
+    before = stats(2.0, 100_000) + stats(4.0, 300_000)
+    after = before + stats(6.0, 500_000) + stats(8.0, 700_000)
+    assert guest.usage_at(after, "g") == (8.0, 700_000)
+    # 0.4 s of CPU over the 4 s between t=4 and t=8.
+    assert guest.usage_share(before, after, "g") == pytest.approx(0.1)
+    # No row of the group, or no newer row: no share.
+    assert guest.usage_share(before, after, "other") is None
+    assert guest.usage_share(before, before, "g") is None
+    # A row before the first table's line has no time and is not read.
+    assert guest.usage_at("cgroup g usage_usec=5\n", "g") is None
