@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Host-side checks of switch_times() (tests/vm/guest.py): the on-CPU time
 the bandwidth benchmark reads from a sched_switch trace; and of
-usage_share(), the scheduler's own charge that the exact-share test prints
-beside it."""
+usage_share() and steady_charged(), the scheduler's own charge that the
+exact-share test prints beside it."""
 import os
 import sys
 
@@ -67,3 +67,23 @@ def test_usage_share_is_the_charge_between_the_last_rows_of_two_snapshots():
     assert guest.usage_share(before, before, "g") is None
     # A row before the first table's line has no time and is not read.
     assert guest.usage_at("cgroup g usage_usec=5\n", "g") is None
+
+
+def test_steady_charged_gives_the_median_each_window_and_the_charge():
+    class FakeDaemon:
+        """Its stats grow by a table at each read, 0.1 CPU charged per 2 s."""
+        def __init__(self):
+            self.tables = 0
+
+        def stdout(self):
+            self.tables += 1
+            return "".join(stats(2.0 * i, 200_000 * i) for i in range(1, self.tables + 1))
+
+    d = FakeDaemon()
+    reads = iter([{"1000/10000": 0.0990}, {"1000/10000": 0.1010}, {"1000/10000": 0.1000}])
+    median, windows, charged = guest.steady_charged(
+        "fake pairs", lambda: next(reads), d, {"1000/10000": "g", "5/10": "none"})
+    assert median == {"1000/10000": 0.1000}
+    assert [w["1000/10000"] for w in windows] == [0.0990, 0.1010, 0.1000]
+    assert charged["1000/10000"] == pytest.approx(0.1)
+    assert charged["5/10"] is None

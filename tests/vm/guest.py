@@ -1647,10 +1647,10 @@ def usage_at(stdout, path):
     for line in stdout.splitlines():
         if line.startswith("[fairquota] t="):
             t = float(line.split()[1][2:].rstrip("s"))
-        elif t is not None and line.startswith(f"cgroup {path} "):
-            m = re.search(r"usage_usec=(\d+)", line)
-            if m:
-                last = (t, int(m.group(1)))
+        elif t is not None:
+            row = cgroup_rows(line, path)
+            if row and "usage_usec" in row[0]:
+                last = (t, int(row[0]["usage_usec"]))
     return last
 
 
@@ -1666,12 +1666,15 @@ def usage_share(before, after, path):
     return (b[1] - a[1]) / 1e6 / (b[0] - a[0])
 
 
-def steady_windows(label):
-    """The windows of the latest steady() call for `label`."""
-    for row in reversed(STEADY):
-        if row[0] == label:
-            return row[1:]
-    return []
+def steady_charged(label, what, daemon, groups):
+    """steady(label, what) for cgroup shares, with its windows and what
+    the scheduler charged each of `groups` ({pair: cgroup path}) over
+    them (usage_share()): (median, windows, {pair: charged share})."""
+    before = daemon.stdout()
+    median = steady(label, what)
+    after = daemon.stdout()
+    return median, STEADY[-1][1:], {pair: usage_share(before, after, path)
+                                     for pair, path in groups.items()}
 
 
 # The exactness pairs of issue 6 (quota us, period us, busy threads).
@@ -1824,12 +1827,9 @@ def scenario_cgroup_exact(out):
     burst = subprocess.Popen(["sh", "-c", f"echo $$ > {CG}/fqx_burst/cgroup.procs; sleep 2; "
                               "exec sh -c 'while :; do :; done'"])
     time.sleep(3)
-    before = d.stdout()
-    res["cli"] = steady("exact: --cgroup pairs", lambda: shares_of(cli, hogs, 12, whole_periods=True))
-    after = d.stdout()
-    res["cli_windows"] = steady_windows("exact: --cgroup pairs")
-    res["cli_charged"] = {f"{q}/{p}": usage_share(before, after, f"fqx_cli_{q}_{p}")
-                          for q, p, _ in cli}
+    res["cli"], res["cli_windows"], res["cli_charged"] = steady_charged(
+        "exact: --cgroup pairs", lambda: shares_of(cli, hogs, 12, whole_periods=True), d,
+        {f"{q}/{p}": f"fqx_cli_{q}_{p}" for q, p, _ in cli})
     res["burst_share"] = group_share([[burst.pid]], 6)[0]
     wake = spawn_in_cgroup("fqx_wake", SERVER, 0.0003, 0.0001)
     time.sleep(2)
@@ -1847,12 +1847,9 @@ def scenario_cgroup_exact(out):
     d = Daemon(out, "exact-kernel", ["--stats-interval", "2"])
     hogs = start_group_hogs(single, "fqx_k")
     time.sleep(3)
-    before = d.stdout()
-    res["kernel"] = steady("exact: cpu.max pairs", lambda: shares_of(single, hogs, 12))
-    after = d.stdout()
-    res["kernel_windows"] = steady_windows("exact: cpu.max pairs")
-    res["kernel_charged"] = {f"{q}/{p}": usage_share(before, after, f"fqx_k_{q}_{p}")
-                             for q, p, _ in single}
+    res["kernel"], res["kernel_windows"], res["kernel_charged"] = steady_charged(
+        "exact: cpu.max pairs", lambda: shares_of(single, hogs, 12), d,
+        {f"{q}/{p}": f"fqx_k_{q}_{p}" for q, p, _ in single})
     kill_all([h for v in hogs.values() for h in v])
     hogs = start_group_hogs(multi, "fqx_k")
     time.sleep(3)
