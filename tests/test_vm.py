@@ -32,7 +32,7 @@ BATCHES = [
     ["attach", "quota", "fifo_guard", "fifo_rotate", "weight", "reconfig", "slices",
      "slice_lengths"],
     ["sync_wakeup", "fifo_crowd", "exits_convoy", "guard_many", "exec_thread", "fifo_order"],
-    ["hotplug", "stress_smoke", "storm", "stats_socket", "unit", "trace", "soak"],
+    ["hotplug", "hotplug_throttled", "stress_smoke", "storm", "storm_limited", "stats_socket", "unit", "trace", "soak"],
     ["cgroups", "cgroup_exact", "cgroup_fifo", "cgroup_lost_timer", "llc_lost_timer",
      "release_home", "cgroup_gone", "cgroup_gone_lost_start", "cgroup_scale"],
 ]
@@ -730,6 +730,36 @@ def test_cpu_hotplug_restart(binary, tmp_path):
     check_all(checks)
 
 
+def test_hotplug_under_throttling(binary, tmp_path):
+    """CPU hotplug while 200 threads are parked by a 1% cgroup limit, beside
+    a `--cgroup` 20% hog, a `cpu.max` 50% hog and a FIFO hog: each of the
+    four hotplugs ejects the scheduler with tasks in its queues."""
+    r = run_scenario("hotplug_throttled", tmp_path)
+    print("kernel's sched_ext lines:\n  " + "\n  ".join(r["dmesg_sched_ext"]))
+    checks = [("threads in the 1% group", r["threads"], "200", r["threads"] == 200)]
+    for n, st in enumerate(r["steps"], 1):
+        checks += [
+            (f"hotplug {n} (cpu1 online={st['online']}): daemon re-attached", st["reattached"], "True",
+             st["reattached"]),
+            (f"hotplug {n}: state", st["state"][0], "enabled", st["state"][0] == "enabled"),
+        ]
+    # Re-applied after four restarts: the command line's limit by the
+    # daemon, cpu.max by the kernel (ops.cgroup_init()). Exactness is
+    # test_cgroup_limits_exact's; a limit lost would read 50-100%.
+    for rel, want in [("hpt_cli", 0.20), ("hpt_max", 0.50)]:
+        got = r["shares"][rel]
+        checks.append((f"{rel} hog after the hotplugs", pct(got), f"{pct(want)} +- 5% rel",
+                       abs(got - want) <= 0.05 * want))
+    bad = [x for x in r["dmesg_sched_ext"] if "stall" in x or "watchdog" in x or "runtime error" in x]
+    checks += [
+        ("threads of the 1% group that did not run in 28 s", len(r["unrun"]), "0", not r["unrun"]),
+        ("state at the end", r["state_end"][0], "enabled", r["state_end"][0] == "enabled"),
+        ("kernel: no stall or runtime error", bad, "[]", not bad),
+        ("exit status after SIGINT", r["rc"], "0", r["rc"] == 0),
+    ]
+    check_all(checks)
+
+
 def sampled_to_the_end(m):
     """The state samples of a stress_smoke run cover stress-ng's run, from
     its start to its end, but for the last 3 s. They are taken by a Python
@@ -801,6 +831,29 @@ def test_task_storm(binary, tmp_path):
         ("exit status", r["rc"], "0", r["rc"] == 0),
     ])
     print(f"storm took {r['seconds']:.1f} s")
+
+
+def test_task_storm_in_limited_group(binary, tmp_path):
+    """test_task_storm's storm, smaller, in a cgroup limited to 20% whose hog
+    keeps it out of quota: forks into a throttled group, exits from it."""
+    r = run_scenario("storm_limited", tmp_path)
+    counts = r["tasks_counts"]
+    before, peak, after = (counts[0], max(counts), counts[-1]) if counts else (0, 0, 10**9)
+    bad = [x for x in r["dmesg_sched_ext"] if "stall" in x or "watchdog" in x or "runtime error" in x]
+    print(f"storm in a 20% group took {r['seconds']:.1f} s")
+    check_all([
+        ("storm completed (150 forks, 150 threads, 30 execs)", r["storm"]["stdout"].strip(),
+         "all", r["storm"]["rc"] == 0),
+        # cpu.stat: the kernel's clock, which can only miss turns here
+        # (README, "The kernel's runtime clock under sched_ext"); a lost
+        # limit would read 50-100%.
+        ("group's share during the storm (cpu.stat)", pct(r["share"]), "<= 22%", r["share"] <= 0.22),
+        ("tasks tracked before / peak / after", (before, peak, after), "after <= before + 20",
+         after <= before + 20),
+        ("state after", r["state_after"][0], "enabled", r["state_after"][0] == "enabled"),
+        ("kernel: no stall or runtime error", bad, "[]", not bad),
+        ("exit status", r["rc"], "0", r["rc"] == 0),
+    ])
 
 
 def test_eight_cpus_two_llcs(binary, tmp_path):

@@ -1107,6 +1107,32 @@ def scenario_fifo_order(out):
     }
 
 
+CPU1_ONLINE = "/sys/devices/system/cpu/cpu1/online"
+
+
+def hotplug_steps(d, values, settle=0.0):
+    """Write each of `values` ("0"/"1") to CPU 1's online file in turn; after
+    each, wait (up to 120 s) until daemon `d` has attached once more
+    (its "attached; reconfigure" lines) and sched_ext is enabled, then
+    `settle` s. One dict per step: the value, whether it re-attached, the
+    daemon alive, the state."""
+    steps = []
+    for val in values:
+        want = d.stderr().count("attached; reconfigure") + 1
+        with open(CPU1_ONLINE, "w") as f:
+            f.write(val)
+        ok, deadline = False, time.monotonic() + 120
+        while time.monotonic() < deadline and d.proc.poll() is None:
+            if d.stderr().count("attached; reconfigure") >= want and sched_state()[0] == "enabled":
+                ok = True
+                break
+            time.sleep(0.2)
+        steps.append({"online": val, "reattached": ok, "alive": d.proc.poll() is None,
+                      "state": sched_state()})
+        time.sleep(settle)
+    return steps
+
+
 def scenario_hotplug(out):
     """CPU 1 goes offline and back while the scheduler runs: the daemon
     re-attaches each time with the configuration set live."""
@@ -1114,25 +1140,7 @@ def scenario_hotplug(out):
     set_res = run_cmd([BIN, "set", "--quota-us", "3000"])
     hog = spawn_hog(0)
     time.sleep(1)
-    online = "/sys/devices/system/cpu/cpu1/online"
-    res = {"set": set_res["rc"], "steps": []}
-
-    def wait_reattached(n):
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if d.stderr().count("attached; reconfigure") >= n and sched_state()[0] == "enabled":
-                return True
-            if d.proc.poll() is not None:
-                return False
-            time.sleep(0.2)
-        return False
-
-    for n, val in [(2, "0"), (3, "1")]:
-        with open(online, "w") as f:
-            f.write(val)
-        ok = wait_reattached(n)
-        res["steps"].append({"online": val, "reattached": ok, "alive": d.proc.poll() is None,
-                             "state": sched_state()})
+    res = {"set": set_res["rc"], "steps": hotplug_steps(d, ["0", "1"])}
     show = run_cmd([BIN, "show"])
     time.sleep(1)
     (share,) = measure([hog.pid], 4)
@@ -1141,6 +1149,58 @@ def scenario_hotplug(out):
     res["share_after"] = share
     res["rc"] = d.stop()
     res["stderr"] = d.stderr()[-4000:]
+    return res
+
+
+def thread_runs(pid):
+    """{tid: times on a CPU} of every thread of `pid` (the third field of
+    its schedstat: switch-ins, zero-length turns included)."""
+    runs = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        f = read(f"/proc/{pid}/task/{tid}/schedstat", "")
+        if f:
+            runs[int(tid)] = int(f.split()[2])
+    return runs
+
+
+def scenario_hotplug_throttled(out):
+    """CPU 1 offline and back twice while groups are throttled: 200
+    runnable threads parked in a 1% cgroup (cpu.max), a hog in a
+    `--cgroup` 20% group and one in a `cpu.max` 50% group, beside a FIFO
+    hog (`spin 200`: 200 threads, the main one included). Each hotplug
+    ejects the scheduler with parked tasks in its queues; the daemon must re-attach, both limits must hold after it
+    (the command line's is the daemon's to re-apply, cpu.max the
+    kernel's), and every parked thread must run again."""
+    enable_cpu_controller()
+    for rel in ("hpt_tiny", "hpt_cli", "hpt_max"):
+        make_cgroup(rel)
+    write_cg("hpt_max", "cpu.max", "50000 100000")
+    d = Daemon(out, "hotplug-throttled", ["--cgroup", "hpt_cli=20000/100000", "--stats-interval", "5"])
+    spin = subprocess.Popen(["sh", "-c", f"echo $$ > {CG}/hpt_tiny/cgroup.procs; exec {SPIN} 200"])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(thread_runs(spin.pid)) < 200:
+        time.sleep(0.5)
+    write_cg("hpt_tiny", "cpu.max", "1000 100000")
+    hogs = {"hpt_cli": spawn_hog(0), "hpt_max": spawn_hog(0)}
+    for rel, h in hogs.items():
+        move_to_cgroup(h.pid, rel)
+    fifo = spawn_hog(-5)
+    time.sleep(3)
+    res = {"threads": len(thread_runs(spin.pid)),
+           "steps": hotplug_steps(d, ["0", "1", "0", "1"], settle=3)}
+    res["shares"] = dict(zip(hogs, measure([h.pid for h in hogs.values()], 10)))
+    # Every parked thread runs again: a task parked 20 s gets a turn
+    # anyway (PARK_FORCE_MS), and the window starts after the last attach.
+    before = thread_runs(spin.pid)
+    time.sleep(28)
+    after = thread_runs(spin.pid)
+    res["unrun"] = sorted(t for t in before if after.get(t, 0) <= before[t])
+    res["state_end"] = sched_state()
+    kill_all([spin, fifo, *hogs.values()])
+    res["rc"] = d.stop()
+    res["stderr"] = d.stderr()[-3000:]
+    res["dmesg_sched_ext"] = [line for line in run_cmd(["dmesg"])["stdout"].splitlines()
+                              if "sched_ext" in line][-20:]
     return res
 
 
@@ -1212,6 +1272,36 @@ def scenario_storm(out):
     counts = daemon_tasks_counts(d.stdout())
     return {"storm": storm, "seconds": took, "tasks_counts": counts,
             "state_during": state, "rc": rc, "stderr": d.stderr()[-2000:]}
+
+
+def scenario_storm_limited(out):
+    """A storm of short-lived tasks inside a group limited to 20% by
+    cpu.max, beside a hog in the same group, so the group is out of quota
+    most of the time: every fork lands in a throttled group, and tasks
+    exit while their group is throttled (exiting tasks are never parked).
+    The storm must complete, the group stay limited, the per-task state
+    shrink back."""
+    enable_cpu_controller()
+    make_cgroup("storm_lim")
+    write_cg("storm_lim", "cpu.max", "20000 100000")
+    d = Daemon(out, "storm-limited", ["--stats-interval", "1", "--top", "1"])
+    hog = spawn_hog(0)
+    move_to_cgroup(hog.pid, "storm_lim")
+    time.sleep(2.5)
+    u0, t0 = cpu_stat_usage("storm_lim"), time.monotonic()
+    storm = subprocess.run(["sh", "-c", f"echo $$ > {CG}/storm_lim/cgroup.procs; exec {STORM} 150 150 30"],
+                           capture_output=True, text=True, timeout=600)
+    took = time.monotonic() - t0
+    share = (cpu_stat_usage("storm_lim") - u0) / (took * 1e6)
+    kill_all([hog])
+    time.sleep(2.5)
+    state = sched_state()
+    rc = d.stop()
+    return {"storm": {"rc": storm.returncode, "stdout": storm.stdout}, "seconds": took,
+            "share": share, "tasks_counts": daemon_tasks_counts(d.stdout()), "state_after": state,
+            "rc": rc, "stderr": d.stderr()[-2000:],
+            "dmesg_sched_ext": [line for line in run_cmd(["dmesg"])["stdout"].splitlines()
+                                if "sched_ext" in line][-10:]}
 
 
 def narrow_affinity_shares():
@@ -2416,8 +2506,10 @@ SCENARIOS = {
     "exec_thread": scenario_exec_thread,
     "fifo_order": scenario_fifo_order,
     "hotplug": scenario_hotplug,
+    "hotplug_throttled": scenario_hotplug_throttled,
     "stress_smoke": scenario_stress_smoke,
     "storm": scenario_storm,
+    "storm_limited": scenario_storm_limited,
     "topology8": scenario_topology8,
     "topology_large": scenario_topology_large,
     "cgroups": scenario_cgroups,
