@@ -1923,7 +1923,8 @@ def scenario_cgroup_exact(out):
     res["burst_share"] = group_share([[burst.pid]], 6)[0]
     wake = spawn_in_cgroup("fqx_wake", SERVER, 0.0003, 0.0001)
     time.sleep(2)
-    res["wake_share"] = steady("exact: wakeup-driven 1000/10000", lambda: measure([wake.pid], 8))[0]
+    res["wake_share"], res["wake_windows"], res["wake_charged"] = steady_charged(
+        "exact: wakeup-driven 1000/10000", lambda: measure([wake.pid], 8)[0], d, {"wake": "fqx_wake"})
     kill_all([h for v in hogs.values() for h in v] + [burst, wake])
     res["rc_cli"] = d.stop()
     res["strict_1s_row"] = last_row(d.stdout(), "fqx_cli_200000_1000000")
