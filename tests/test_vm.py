@@ -131,6 +131,13 @@ def check_all(checks):
     assert not missed, "missed targets: " + "; ".join(missed)
 
 
+def kernel_trouble(lines):
+    """The kernel's sched_ext lines that tell of a stall, the watchdog or a
+    runtime error (a hotplug's own "unregistered from the main kernel" is
+    not one)."""
+    return [x for x in lines if "stall" in x or "watchdog" in x or "runtime error" in x]
+
+
 def pct(x, digits=1):
     return f"{x * 100:.{digits}f}%"
 
@@ -750,7 +757,7 @@ def test_hotplug_under_throttling(binary, tmp_path):
         got = r["shares"][rel]
         checks.append((f"{rel} hog after the hotplugs", pct(got), f"{pct(want)} +- 5% rel",
                        abs(got - want) <= 0.05 * want))
-    bad = [x for x in r["dmesg_sched_ext"] if "stall" in x or "watchdog" in x or "runtime error" in x]
+    bad = kernel_trouble(r["dmesg_sched_ext"])
     checks += [
         ("threads of the 1% group that did not run in 28 s", len(r["unrun"]), "0", not r["unrun"]),
         ("state at the end", r["state_end"][0], "enabled", r["state_end"][0] == "enabled"),
@@ -839,7 +846,7 @@ def test_task_storm_in_limited_group(binary, tmp_path):
     r = run_scenario("storm_limited", tmp_path)
     counts = r["tasks_counts"]
     before, peak, after = (counts[0], max(counts), counts[-1]) if counts else (0, 0, 10**9)
-    bad = [x for x in r["dmesg_sched_ext"] if "stall" in x or "watchdog" in x or "runtime error" in x]
+    bad = kernel_trouble(r["dmesg_sched_ext"])
     print(f"storm in a 20% group took {r['seconds']:.1f} s")
     check_all([
         ("storm completed (150 forks, 150 threads, 30 execs)", r["storm"]["stdout"].strip(),

@@ -348,6 +348,11 @@ def run_cmd(args, timeout=120, **kw):
     return {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr}
 
 
+def sched_ext_log(n):
+    """The kernel log's last `n` sched_ext lines (enabled, disabled and why)."""
+    return [line for line in run_cmd(["dmesg"])["stdout"].splitlines() if "sched_ext" in line][-n:]
+
+
 # ----------------------------------------------------------------- scenarios
 
 def scenario_attach(out):
@@ -1168,9 +1173,10 @@ def scenario_hotplug_throttled(out):
     runnable threads parked in a 1% cgroup (cpu.max), a hog in a
     `--cgroup` 20% group and one in a `cpu.max` 50% group, beside a FIFO
     hog (`spin 200`: 200 threads, the main one included). Each hotplug
-    ejects the scheduler with parked tasks in its queues; the daemon must re-attach, both limits must hold after it
-    (the command line's is the daemon's to re-apply, cpu.max the
-    kernel's), and every parked thread must run again."""
+    ejects the scheduler with parked tasks in its queues; the daemon must
+    re-attach, both limits must hold after it (the command line's is the
+    daemon's to re-apply, cpu.max the kernel's), and every parked thread
+    must run again."""
     enable_cpu_controller()
     for rel in ("hpt_tiny", "hpt_cli", "hpt_max"):
         make_cgroup(rel)
@@ -1199,8 +1205,7 @@ def scenario_hotplug_throttled(out):
     kill_all([spin, fifo, *hogs.values()])
     res["rc"] = d.stop()
     res["stderr"] = d.stderr()[-3000:]
-    res["dmesg_sched_ext"] = [line for line in run_cmd(["dmesg"])["stdout"].splitlines()
-                              if "sched_ext" in line][-20:]
+    res["dmesg_sched_ext"] = sched_ext_log(20)
     return res
 
 
@@ -1300,8 +1305,7 @@ def scenario_storm_limited(out):
     return {"storm": {"rc": storm.returncode, "stdout": storm.stdout}, "seconds": took,
             "share": share, "tasks_counts": daemon_tasks_counts(d.stdout()), "state_after": state,
             "rc": rc, "stderr": d.stderr()[-2000:],
-            "dmesg_sched_ext": [line for line in run_cmd(["dmesg"])["stdout"].splitlines()
-                                if "sched_ext" in line][-10:]}
+            "dmesg_sched_ext": sched_ext_log(10)}
 
 
 def narrow_affinity_shares():
@@ -1697,8 +1701,7 @@ def cgroup_gone(out, name, extra, emptied=0):
     res["stdout"] = d.stdout()
     res["stderr"] = d.stderr()
     res["totals"] = final_totals(res["stdout"])
-    res["dmesg_sched_ext"] = [line for line in run_cmd(["dmesg"])["stdout"].splitlines()
-                              if "sched_ext" in line][-10:]
+    res["dmesg_sched_ext"] = sched_ext_log(10)
     return res
 
 
@@ -2482,8 +2485,7 @@ def scenario_soak(out):
                 "alive_end": d.proc.poll() is None})
     res["rc"] = d.stop()
     res["stderr_tail"] = d.stderr()[-3000:]
-    res["dmesg_sched_ext"] = [line for line in run_cmd(["dmesg"])["stdout"].splitlines()
-                              if "sched_ext" in line][-10:]
+    res["dmesg_sched_ext"] = sched_ext_log(10)
     return res
 
 SCENARIOS = {
