@@ -1093,18 +1093,19 @@ def test_cgroup_limits_exact(binary, tmp_path):
          abs(r["burst_share"] - 0.20) <= 0.01),
         ("no burst set, always busy: nr_bursts", nb.get("nr_bursts"), "0", nb.get("nr_bursts") == "0"),
         # Its turns after a block are left to the tick: an overrun, up to a
-        # tick, is charged as debt, so the share holds. 3%, not 1%: windows
-        # read 0.1026, 0.1000 and 0.1008 in one run, and 0.1001, 0.1025 and
-        # 0.1047 in a fresh-clone CI run of 2b389bf (2026-12-06) whose
-        # scheduler charged the group 0.0965-0.1033 per 2 s, 0.0998 over
-        # the three: its kept traces show the task's sched_switch time
-        # ahead of those charges by about 15 us per turn in the two windows
-        # where its turns ended in sleeps (0.43-0.51 ms), not in the one
-        # where they ended throttled (1.9 ms). Not found where.
+        # tick, is charged as debt, so the share holds. Measured alone: a
+        # fresh-clone CI run of 2b389bf (2026-12-06), beside the hogs, read
+        # windows of 0.1001, 0.1025 and 0.1047 while the scheduler charged
+        # 0.0998. bench/switch-gap-report.md found why: the scheduler
+        # charges its own sched_switch program's time within 0.15%, but
+        # beside a hog the emulator stops the task's vCPU for up to a tick
+        # between that program and ftrace's probe as the task leaves the
+        # CPU, and ftrace counts the stretch as the task's (+0.7% to +4.8%
+        # over 20 s in four runs); alone the two agree within 0.4%.
         ("wakeup-driven (0.3 ms turns, 0.1 ms sleeps) at 1000/10000: share",
          f"{r['wake_share']:.4f} CPUs (windows {'/'.join(f'{w:.4f}' for w in r['wake_windows'])}; "
          f"charged {r['wake_charged']['wake'] or 0:.4f})",
-         "0.100 +- 3% rel", abs(r["wake_share"] - 0.1) <= 0.003),
+         "0.100 +- 2% rel", abs(r["wake_share"] - 0.1) <= 0.002),
     ]
     strict, smooth = r["strict_1s_row"], r["smooth_row"]
 
