@@ -16,13 +16,14 @@ Workload: the wakeup-driven case of test_cgroup_limits_exact (0.3 ms of CPU
 by the kernel's runtime clock, then a 0.1 ms sleep, forever) in a
 1000/10000 `--cgroup` group, whole periods, beside a CPU hog in a
 20000/100000 group (HOG 1; 0: no hog, that group's task sleeps), for
-SECONDS. ORDER says when ftrace's sched_switch
+SECONDS. WORK "hog" makes the limited task a CPU hog instead (the
+1000/10000 pair of the exactness tests). ORDER says when ftrace's sched_switch
 event is enabled: "after" the scheduler attached (as the tests do: the
 tracepoint calls the scheduler's program first, then ftrace's probe) or
 "before" (ftrace's probe first).
 
 Usage, in the VM:
-  python3 bench/switch_gap.py run BIN "ORDER..." SECONDS OUTDIR HOG
+  python3 bench/switch_gap.py run BIN "ORDER..." SECONDS OUTDIR HOG [WORK]
 then on the host, for one or more such runs:
   python3 bench/switch_gap.py report COMMAND OUTDIR...
 """
@@ -50,7 +51,12 @@ def tw(name, value):
         f.write(value)
 
 
-def run_one(binary, order, seconds, outdir, n, hog_on):
+# The limited task: the wakeup-driven case, or a CPU hog (a Python loop, so
+# that ftrace's filter on its name keeps it).
+WORK = {"waker": [guest.SERVER, "0.0003", "0.0001"], "hog": ["while True: pass"]}
+
+
+def run_one(binary, order, seconds, outdir, n, hog_on, work):
     """One boot's run in ORDER; the trace goes to OUTDIR/trace-N-ORDER.txt.gz."""
     for g in ("fqg_wake", "fqg_hog"):
         os.makedirs(os.path.join(CG, g), exist_ok=True)
@@ -77,8 +83,7 @@ def run_one(binary, order, seconds, outdir, n, hog_on):
     hog = subprocess.Popen(["sh", "-c", "while :; do :; done" if hog_on else "sleep 1000"],
                            preexec_fn=guest.joiner("fqg_hog"))
     tw("tracing_on", "1")
-    waker = subprocess.Popen(["python3", "-c", guest.SERVER, "0.0003", "0.0001"],
-                             preexec_fn=guest.joiner("fqg_wake"))
+    waker = subprocess.Popen(["python3", "-c"] + WORK[work], preexec_fn=guest.joiner("fqg_wake"))
     time.sleep(seconds)
     waker.kill()
     waker.wait()
@@ -97,12 +102,12 @@ def run_one(binary, order, seconds, outdir, n, hog_on):
             "state": state}
 
 
-def run(binary, orders, seconds, outdir, hog_on):
+def run(binary, orders, seconds, outdir, hog_on, work):
     with open(os.path.join(CG, "cgroup.subtree_control"), "w") as f:
         f.write("+cpu")
-    runs = [run_one(binary, o, seconds, outdir, i + 1, hog_on)
+    runs = [run_one(binary, o, seconds, outdir, i + 1, hog_on, work)
             for i, o in enumerate(orders.split())]
-    meta = {"kernel": platform.release(), "cpus": os.cpu_count(), "hog": hog_on,
+    meta = {"kernel": platform.release(), "cpus": os.cpu_count(), "hog": hog_on, "work": work,
             "date": datetime.date.today().isoformat(), "seconds": seconds, "runs": runs}
     with open(os.path.join(outdir, "switch_gap.json"), "w") as f:
         json.dump(meta, f, indent=1)
@@ -174,15 +179,16 @@ def report(outdirs, command):
            f"- kernel: {meta['kernel']} (Debian sid, sched_ext), virtme-ng VM under "
            f"single-threaded TCG, {meta['cpus']} vCPUs",
            f"- date: {meta['date']}",
-           "- workload: the wakeup-driven case of `test_cgroup_limits_exact` (0.3 ms of CPU, "
-           "then a 0.1 ms sleep, forever) in a `--cgroup` 1000/10000 group, whole periods, "
-           "beside a CPU hog in a 20000/100000 group or alone (the hog column), "
+           "- workload: a limited task in a `--cgroup` 1000/10000 group, whole periods: the "
+           "wakeup-driven case of `test_cgroup_limits_exact` (0.3 ms of CPU, then a 0.1 ms "
+           "sleep, forever) or a CPU hog (the task column), beside a CPU hog in a "
+           "20000/100000 group or alone (the hog column), "
            f"{meta['seconds']} s per run, each setting in a VM boot of its own",
            "- build: HEAD with `bench/switch_gap.patch`, which logs the scheduler's clock at "
            "the first 2048 switches of limited tasks as its sched_switch program "
            "(`fairquota_switch()`) reads it, and its charges beside that program's time every "
            "100 ms of CPU (printed from `ops.running()`, never from the switch)",
-           "- three views of the wakeup-driven task's CPU time between the first and last "
+           "- three views of the limited task's CPU time between the first and last "
            "100 ms mark: ftrace's `sched_switch` events (what the tests measure), the "
            "scheduler's own switch times, and what it charged",
            "- ftrace after: its event enabled after the scheduler attached, as in the tests "
@@ -192,20 +198,22 @@ def report(outdirs, command):
            "the CPU (out) and coming on (in); a gap longer than a few us is a stretch in which "
            "the vCPU did not run: under single-threaded TCG the vCPUs take turns, and the one "
            "left waits for the other's next exit (its tick, 4 ms, if it runs a hog)", "",
-           "| hog | run | ftrace | ftrace CPU s | scheduler's switches s | charged s | ftrace / switches "
+           "| task | hog | run | ftrace | ftrace CPU s | scheduler's switches s | charged s | ftrace / switches "
            "| charged / switches | out: median, largest gap us | out: gaps over 100 us, their sum ms "
            "| in: median, largest gap us | in: gaps over 100 us, their sum ms "
            "| out less in, ms (the logged switches) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    runs = [(d, m.get("hog", True), r) for d, m in metas for r in m["runs"]]
-    for outdir, hog, r in runs:
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    runs = [(d, m, r) for d, m in metas for r in m["runs"]]
+    for outdir, m, r in runs:
+        task = "CPU hog" if m.get("work") == "hog" else "wakeup-driven"
+        hog = m.get("hog", True)
         path = os.path.join(outdir, f"trace-{r['run']}-{r['order']}.txt.gz")
         a = analyse(path, r["waker"])
         g = a["gaps"]
 
         def cell(xs):
             if not xs:
-                return "n/a (its log of 2048 switches never filled: a longer run)"
+                return "n/a (log not full)"
             m = max(xs, key=abs)
             return f"{pct(xs, 0.5):.1f}, {m:.0f}"
 
@@ -215,10 +223,10 @@ def report(outdirs, command):
         n = min(len(g["out"]), len(g["in"]))
         net = (sum(g["out"][:n]) - sum(g["in"][:n])) / 1000
         if "ours_s" not in a:
-            out.append(f"| {'yes' if hog else 'no'} | {r['run']} | {r['order']} | "
+            out.append(f"| {task} | {'yes' if hog else 'no'} | {r['run']} | {r['order']} | "
                        "(fewer than two 100 ms marks) |")
             continue
-        out.append(f"| {'yes' if hog else 'no'} | {r['run']} | {r['order']} | {a['ftrace_s']:.4f} | {a['ours_s']:.4f} | "
+        out.append(f"| {task} | {'yes' if hog else 'no'} | {r['run']} | {r['order']} | {a['ftrace_s']:.4f} | {a['ours_s']:.4f} | "
                    f"{a['charged_s']:.4f} | {a['ftrace_s'] / a['ours_s']:.4f} | "
                    f"{a['charged_s'] / a['ours_s']:.4f} | {cell(g['out'])} | {big(g['out'])} | "
                    f"{cell(g['in'])} | {big(g['in'])} | {net:.1f} |")
@@ -230,7 +238,8 @@ def report(outdirs, command):
 
 if __name__ == "__main__":
     if sys.argv[1] == "run":
-        run(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5], sys.argv[6] == "1")
+        run(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5], sys.argv[6] == "1",
+            sys.argv[7] if len(sys.argv) > 7 else "waker")
     elif sys.argv[1] == "report":
         report(sys.argv[3:], sys.argv[2])
     else:

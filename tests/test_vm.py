@@ -1101,7 +1101,7 @@ def test_cgroup_limits_exact(binary, tmp_path):
         # beside a hog the emulator stops the task's vCPU for up to a tick
         # between that program and ftrace's probe as the task leaves the
         # CPU, and ftrace counts the stretch as the task's (+0.7% to +4.8%
-        # over 20 s in four runs); alone the two agree within 0.4%.
+        # over 20 s in six runs); alone the two agree within 0.35%.
         ("wakeup-driven (0.3 ms turns, 0.1 ms sleeps) at 1000/10000: share",
          f"{r['wake_share']:.4f} CPUs (windows {'/'.join(f'{w:.4f}' for w in r['wake_windows'])}; "
          f"charged {r['wake_charged']['wake'] or 0:.4f})",
