@@ -28,7 +28,6 @@ then on the host, for one or more such runs:
   python3 bench/switch_gap.py report COMMAND OUTDIR...
 """
 import datetime
-import glob
 import gzip
 import json
 import os
@@ -43,12 +42,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import guest  # noqa: E402
 
 CG = guest.CG
-T = "/sys/kernel/tracing"
-
-
-def tw(name, value):
-    with open(os.path.join(T, name), "w") as f:
-        f.write(value)
+T = guest.TRACING
+tw = guest.SwitchClock._w  # write one tracefs file
 
 
 # The limited task: the wakeup-driven case, or a CPU hog (a Python loop, so

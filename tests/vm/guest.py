@@ -1904,11 +1904,7 @@ def scenario_cgroup_exact(out):
     # of 0.3 ms CPU, each ended by a 0.1 ms sleep, at 1000/10000. A turn
     # after a block is left to its own block and the tick, and its overrun
     # is charged (arm_slice_timer()). Measured alone, once the hogs are
-    # gone: beside a hog the emulator stops this task's vCPU for up to a
-    # tick between the scheduler's sched_switch program and ftrace's, as
-    # it leaves the CPU (its sleep's timer is due then), and that stretch
-    # then counts as its CPU time in ftrace's events, not in the
-    # scheduler's charges (bench/switch-gap-report.md).
+    # gone (why: test_cgroup_limits_exact, bench/switch-gap-report.md).
     make_cgroup("fqx_wake")
     args += ["--cgroup", "fqx_wake=1000/10000"]
     # Beside them a group with cpu.max.burst that was idle, then busy
