@@ -36,8 +36,9 @@
  *    that follows the tasks it starts, or the task whose turn just ended
  *    if it is behind and still runnable (written by that CPU only). A
  *    task's vtime counts from the clock of the CPU it last ran on; queued
- *    from another CPU, it carries its lag or lead over to that CPU's
- *    clock (carry_lag(), as EEVDF does on migration). A task
+ *    from another CPU, it carries its lag, and its lead up to about a
+ *    turn, over to that CPU's clock (carry_lag(), as EEVDF does on
+ *    migration). A task
  *    queued from a CPU is kept within bounds of its clock: at most
  *    SLEEP_CREDIT_SLICES slices of credit for a sleep, a lag of
  *    RUNNABLE_LAG_SLICES slices if it stayed runnable (or waited
@@ -704,7 +705,7 @@ static __always_inline void start_turn(struct task_struct *p,
 	 */
 	if (tctx->clock_cpu >= 0 && tctx->clock_cpu != cpu &&
 	    !bpf_cpumask_test_cpu(tctx->clock_cpu, p->cpus_ptr))
-		carry_lag(tctx, cpu);
+		carry_lag(tctx, cpu, cfg->slice_ns);
 	else
 		tctx->clock_cpu = cpu;
 	tctx->fifo_head = false;

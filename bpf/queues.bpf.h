@@ -439,22 +439,44 @@ static u64 cpu_clock(s32 cpu)
 }
 
 /*
+ * How far ahead of its CPU's clock @tctx may be placed when it wakes or
+ * moves to another CPU: one turn of its own (its slice's span, or what its
+ * last turn moved if more) plus SLEEP_CREDIT_SLICES slices. Tasks that
+ * share a CPU stay within about a turn of its clock, so their split is
+ * untouched.
+ */
+static u64 lead_limit(const struct task_ctx *tctx, u64 slice_ns)
+{
+	u64 turn = vtime_cost(slice_ns, tctx->weight);
+
+	if (tctx->turn_step > turn)
+		turn = tctx->turn_step;
+	return turn + SLEEP_CREDIT_SLICES * slice_ns;
+}
+
+/*
  * @tctx is queued from @cpu: carry its vtime over from the clock it counts
  * from (the CPU it last ran on or was queued from; its LLC's when it is new
- * or was pulled from another LLC) to @cpu's, keeping its lag or lead, as
- * EEVDF carries a task's lag across a migration. Two CPUs' clocks move at
- * the speeds of their own tasks and drift apart (credited_vtime()), so a
- * vtime read against another CPU's clock is a lag or a lead the task never
- * had, and the limits below bound a lag, not a lead. A nice 0 hog moved by
- * taskset from a CPU where a nice 10 hog had run the clock far ahead to
- * one shared by a nice 0 pair got 0.2% of that CPU instead of a third: it
- * waited for the guard's 1 s bound at every turn. Moved the other way, a
- * task took the others' turns up to the lag limit. Only a task that
- * changes CPU pays the read of the old CPU's clock.
+ * or was pulled from another LLC) to @cpu's, keeping its lag, as EEVDF
+ * carries a task's lag across a migration, and its lead up to
+ * lead_limit() (EEVDF clamps both). Two CPUs' clocks move at the speeds
+ * of their own tasks and drift apart (credited_vtime()), so a vtime read
+ * against another CPU's clock is a lag or a lead the task never had: a
+ * nice 0 hog moved by taskset from a CPU where a nice 10 hog had run the
+ * clock far ahead to one shared by a nice 0 pair got 0.2% of that CPU
+ * instead of a third, waiting for the guard's 1 s bound at every turn; moved
+ * the other way, a task took the others' turns up to the lag limit. A lead
+ * is bounded too: a CPU's clock may trail its own tasks by seconds (it
+ * follows the lowest vtime by a slice per start, and rr_keep_prev() raises
+ * a task that keeps its CPU to within RUNNABLE_LAG_SLICES of a queued one
+ * far ahead, such as a nice 10 hog), and a hog moved from such a CPU 0.2 s
+ * after it started there carried a lead of 1.8 s to the pair's CPU: 0.2%
+ * of it over 3 s (4 of 12 moves under 25%). Only a task that changes CPU
+ * pays the read of the old CPU's clock.
  */
-static void carry_lag(struct task_ctx *tctx, s32 cpu)
+static void carry_lag(struct task_ctx *tctx, s32 cpu, u64 slice_ns)
 {
-	u64 from, to, v = tctx->vtime;
+	u64 from, to, v = tctx->vtime, lead;
 
 	if (tctx->clock_cpu == cpu)
 		return;
@@ -464,10 +486,14 @@ static void carry_lag(struct task_ctx *tctx, s32 cpu)
 	tctx->clock_cpu = cpu;
 	if (!from || !to)
 		return;
-	if (v >= from)
-		tctx->vtime = to + (v - from);
-	else
+	if (v >= from) {
+		lead = v - from;
+		if (lead > lead_limit(tctx, slice_ns))
+			lead = lead_limit(tctx, slice_ns);
+		tctx->vtime = to + lead;
+	} else {
 		tctx->vtime = to > from - v ? to - (from - v) : 0;
+	}
 }
 
 /*
@@ -502,28 +528,23 @@ static u64 credited_vtime(const struct task_ctx *tctx, u64 credit_ns,
  * only the key limited, a task that had slept 3 s beside a hog kept its
  * CPU for a second: 96% instead of half).
  *
- * It is also kept within one turn of its own (its slice's span, or what
- * its last turn moved if more) plus SLEEP_CREDIT_SLICES slices ahead of
- * the clock: a task that slept on a faster CPU (or is new: tasks start at
- * the LLC's clock) would otherwise wait on a slower one until its tasks
- * caught up, for ever while they stay slower. Tasks that share a CPU stay
- * within about a turn of its clock, so their split is untouched. Only a
- * waking task is held so: applied to every requeue, it gave a hog queued
- * from a CPU whose clock lagged the others' the difference, over and over
- * (64 hogs on 32 vCPUs: 44.8-90.8% each).
+ * It is also kept within lead_limit() ahead of the clock, whichever CPU
+ * it slept on: a task that slept on a faster CPU (or is new: tasks start
+ * at the LLC's clock) would otherwise wait on a slower one until its tasks
+ * caught up, for ever while they stay slower. Only a waking task (and one
+ * that changes CPU, carry_lag()) is held so: applied to every requeue, it
+ * gave a hog queued from a CPU whose clock lagged the others' the
+ * difference, over and over (64 hogs on 32 vCPUs: 44.8-90.8% each).
  */
 static void rr_wake(struct task_ctx *tctx, const struct fq_config *cfg,
 		    s32 cpu)
 {
-	u64 now, ceil = vtime_cost(cfg->slice_ns, tctx->weight), v;
+	u64 now, ceil, v;
 
-	carry_lag(tctx, cpu);
+	carry_lag(tctx, cpu, cfg->slice_ns);
 	now = cpu_clock(cpu);
 	v = credited_vtime(tctx, SLEEP_CREDIT_SLICES * cfg->slice_ns, now);
-
-	if (tctx->turn_step > ceil)
-		ceil = tctx->turn_step;
-	ceil += now + SLEEP_CREDIT_SLICES * cfg->slice_ns;
+	ceil = now + lead_limit(tctx, cfg->slice_ns);
 	tctx->vtime = now && v > ceil ? ceil : v;
 }
 
@@ -542,7 +563,7 @@ static void rr_wake(struct task_ctx *tctx, const struct fq_config *cfg,
 static void rr_requeue(struct task_ctx *tctx, const struct fq_config *cfg,
 		       s32 cpu)
 {
-	carry_lag(tctx, cpu);
+	carry_lag(tctx, cpu, cfg->slice_ns);
 	tctx->vtime = credited_vtime(tctx, RUNNABLE_LAG_SLICES *
 					   cfg->slice_ns, cpu_clock(cpu));
 }

@@ -298,7 +298,8 @@ def test_weight_split(binary, tmp_path):
         ("a hog stopped 3 s, then continued: its part, first 1 s", pct(part(r["wake_first"])),
          "<= 60%", part(r["wake_first"]) <= 0.60),
         # Before a task carried its lag from CPU to CPU (carry_lag()), it
-        # waited for the guard's 1 s bound at each turn: 0.2% here.
+        # waited for the guard's 1 s bound at each turn: 0.2% here; before
+        # the lead it carries was bounded, 0.1-0.2% in two CI runs.
         ("hog moved by taskset onto a nice 0 pair's CPU: its part, 3 s", pct(part(r["moved_parts"])),
          "33% +- 8", abs(part(r["moved_parts"]) - 1 / 3) <= 0.08),
         # Before SCHED_IDLE was RR whatever its nice, the nice -5 one was FIFO
