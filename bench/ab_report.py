@@ -31,6 +31,12 @@ def metrics(r):
     for k, v in r.get("fiforeq", {}).items():
         for f in ("req_per_s", "p50_us", "p99_us", "max_us"):
             m[f"request/response at nice -5 {k}: {f}"] = v[f]
+    if "moves" in r:
+        p, n = r["moves"]["parts"], len(r["moves"]["parts"])
+        what = f"hog moved {r['moves']['move_after_s']} s after its start onto a nice 0 pair's CPU"
+        m[f"{what}: its part, median of {n} moves (%)"] = 100 * statistics.median(p)
+        m[f"{what}: its part, least (%)"] = 100 * min(p)
+        m[f"{what}: moves under 25%"] = sum(x < 0.25 for x in p)
     for k, v in r.get("cyclictest", {}).items():
         if k not in ("samples", "traced_wakeups"):
             m[f"cyclictest nice -5 beside nice 5 stress-ng: {k}"] = v
@@ -42,6 +48,8 @@ def metrics(r):
 def fmt(x):
     if x is None:
         return "n/a"
+    if isinstance(x, int):
+        return str(x)
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:.2f}"
 
 

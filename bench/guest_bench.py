@@ -19,6 +19,13 @@ other in the same VM:
     FIFO under scx_fairquota, beside nice 0 tasks that wake all the time
     (`stress-ng --pipe N`): what RR wakeups cost FIFO work (the RR
     budget lets such a wakeup preempt a FIFO task);
+  - (part moves, not in the default set) MOVES times (default 12): a nice
+    10 hog on CPU 0 and a nice 0 pair on CPU 1 for 3 s, then a nice 0 hog
+    on CPU 0, moved by sched_setaffinity to CPU 1 MOVE_AFTER s (default
+    0.2) after its start: its part of what the three got on CPU 1 over
+    the next 3 s (a third is fair), by the kernel's sched_switch events
+    (tests/vm/guest.py's measure()); test_weight_split's case, which a
+    lead carried from CPU 0's trailing clock starved;
   - (part mix, not in the default set) a short mix that takes every
     callback through its common paths: `nice -n 5 stress-ng --cpu N`,
     cyclictest at nice -5 beside it for 6 s, then `hackbench -g 2 -l 100`;
@@ -30,7 +37,7 @@ Writes OUT/<label>.json.
 
 Usage: guest_bench.py OUT LABEL [BINARY]   (no BINARY = default scheduler)
 Env:   BENCH_PARTS  comma-separated subset of hackbench,cyclictest,sharing,reqresp
-       (quick experiments; the report needs all four), or fiforeq, mix
+       (quick experiments; the report needs all four), or fiforeq, mix, moves
        BENCH_CGROUP NAME=QUOTA/PERIOD: an empty cgroup NAME with that limit
        exists throughout (`--cgroup` for scx_fairquota, cpu.max for the
        default scheduler), as on a host where some container is limited:
@@ -286,6 +293,26 @@ def fiforeq():
     return res
 
 
+def moves():
+    """The moved hog's part of CPU 1 in each of MOVES moves (see above)."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "vm"))
+    import guest  # noqa: E402 (its hogs and sched_switch clock)
+
+    after = float(os.environ.get("MOVE_AFTER", "0.2"))
+    parts = []
+    for _ in range(int(os.environ.get("MOVES", "12"))):
+        fast = guest.spawn_hog(10, cpus=0)
+        pair = [guest.spawn_hog(0, cpus=1) for _ in range(2)]
+        time.sleep(3)
+        moved = guest.spawn_hog(0, cpus=0)
+        time.sleep(after)
+        os.sched_setaffinity(moved.pid, {1})
+        got = guest.measure([moved.pid] + [h.pid for h in pair], 3)
+        guest.kill_all([fast, moved] + pair)
+        parts.append(got[0] / sum(got) if sum(got) else 0.0)
+    return {"move_after_s": after, "parts": parts}
+
+
 def bpf_costs():
     out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
     costs = {}
@@ -315,7 +342,7 @@ def main():
         sched = start_scheduler(binary, log, cg_args)
     res = {"label": label, "ncpu": NCPU, "kernel": os.uname().release, "ops": None}
     runs = {"hackbench": hackbench, "cyclictest": cyclictest, "sharing": lambda: sharing(loops),
-            "reqresp": reqresp, "fiforeq": fiforeq, "mix": mix}
+            "reqresp": reqresp, "fiforeq": fiforeq, "mix": mix, "moves": moves}
     default_parts = "hackbench,cyclictest,sharing,reqresp"
     for part in os.environ.get("BENCH_PARTS", default_parts).split(","):
         res[part] = runs[part]()
