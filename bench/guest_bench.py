@@ -296,19 +296,12 @@ def fiforeq():
 def moves():
     """The moved hog's part of CPU 1 in each of MOVES moves (see above)."""
     sys.path.insert(0, os.path.join(REPO, "tests", "vm"))
-    import guest  # noqa: E402 (its hogs and sched_switch clock)
+    import guest  # noqa: E402 (test_weight_split's move)
 
     after = float(os.environ.get("MOVE_AFTER", "0.2"))
     parts = []
     for _ in range(int(os.environ.get("MOVES", "12"))):
-        fast = guest.spawn_hog(10, cpus=0)
-        pair = [guest.spawn_hog(0, cpus=1) for _ in range(2)]
-        time.sleep(3)
-        moved = guest.spawn_hog(0, cpus=0)
-        time.sleep(after)
-        os.sched_setaffinity(moved.pid, {1})
-        got = guest.measure([moved.pid] + [h.pid for h in pair], 3)
-        guest.kill_all([fast, moved] + pair)
+        got = guest.moved_hog_parts(after)
         parts.append(got[0] / sum(got) if sum(got) else 0.0)
     return {"move_after_s": after, "parts": parts}
 

@@ -476,7 +476,7 @@ static u64 lead_limit(const struct task_ctx *tctx, u64 slice_ns)
  */
 static void carry_lag(struct task_ctx *tctx, s32 cpu, u64 slice_ns)
 {
-	u64 from, to, v = tctx->vtime, lead;
+	u64 from, to, v = tctx->vtime, lead, limit;
 
 	if (tctx->clock_cpu == cpu)
 		return;
@@ -488,9 +488,8 @@ static void carry_lag(struct task_ctx *tctx, s32 cpu, u64 slice_ns)
 		return;
 	if (v >= from) {
 		lead = v - from;
-		if (lead > lead_limit(tctx, slice_ns))
-			lead = lead_limit(tctx, slice_ns);
-		tctx->vtime = to + lead;
+		limit = lead_limit(tctx, slice_ns);
+		tctx->vtime = to + (lead < limit ? lead : limit);
 	} else {
 		tctx->vtime = to > from - v ? to - (from - v) : 0;
 	}

@@ -515,6 +515,22 @@ def scenario_fifo_rotate(out):
             "totals": final_totals(d.stdout()), "stderr": d.stderr()}
 
 
+def moved_hog_parts(after):
+    """A nice 10 hog on CPU 0 and a nice 0 pair on CPU 1 for 3 s, then a
+    nice 0 hog on CPU 0, moved to CPU 1 `after` s after its start: the
+    shares of CPU 1 of the moved hog and of the pair over the next 3 s
+    (scenario_weight, bench/guest_bench.py's part moves)."""
+    fast = spawn_hog(10, cpus=0)
+    pair = [spawn_hog(0, cpus=1) for _ in range(2)]
+    time.sleep(3)
+    moved = spawn_hog(0, cpus=0)
+    time.sleep(after)
+    os.sched_setaffinity(moved.pid, {1})
+    parts = measure([moved.pid] + [h.pid for h in pair], 3)
+    kill_all([fast, moved] + pair)
+    return parts
+
+
 def scenario_weight(out):
     d = Daemon(out, "weight", [])
     n0 = spawn_hog(0, cpus=1)
@@ -546,14 +562,7 @@ def scenario_weight(out):
     # to within the lag bound of it): a move 1 s in failed two CI runs of
     # 2026-12-06 out of about five, one 0.2 s in 5 of 12 scratch moves
     # (0.2-24%), both before carry_lag() bounded the lead it carries.
-    fast = spawn_hog(10, cpus=0)
-    pair = [spawn_hog(0, cpus=1) for _ in range(2)]
-    time.sleep(3)
-    moved = spawn_hog(0, cpus=0)
-    time.sleep(0.2)
-    os.sched_setaffinity(moved.pid, {1})
-    moved_parts = measure([moved.pid] + [h.pid for h in pair], 3)
-    kill_all([fast, moved] + pair)
+    moved_parts = moved_hog_parts(0.2)
     # SCHED_IDLE at nice -5 beside a nice 0 hog: the policy, not the nice,
     # decides (RR at the kernel's idle weight, never FIFO).
     n0 = spawn_hog(0, cpus=1)
