@@ -37,6 +37,11 @@ def metrics(r):
         m[f"{what}: its part, median of {n} moves (%)"] = 100 * statistics.median(p)
         m[f"{what}: its part, least (%)"] = 100 * min(p)
         m[f"{what}: moves under 25%"] = sum(x < 0.25 for x in p)
+    for k, v in r.get("nicemix", {}).items():
+        what = f"unpinned hogs {k}, share / weighted fair share"
+        m[f"{what}: least (%)"] = 100 * v["least"]
+        m[f"{what}: most (%)"] = 100 * v["most"]
+        m[f"unpinned hogs {k}: mean distance from the fair share (points)"] = 100 * v["mean_err"]
     for k, v in r.get("cyclictest", {}).items():
         if k not in ("samples", "traced_wakeups"):
             m[f"cyclictest nice -5 beside nice 5 stress-ng: {k}"] = v

@@ -26,6 +26,13 @@ other in the same VM:
     the next 3 s (a third is fair), by the kernel's sched_switch events
     (tests/vm/guest.py's measure()); test_weight_split's case, which a
     lead carried from CPU 0's trailing clock starved;
+  - (part nicemix, not in the default set) unpinned CPU hogs of mixed
+    nice levels (NICEMIXES, below) for 3 + 15 s each: every hog's share of
+    a CPU against its weighted fair share, capped at one CPU (the kernel's
+    nice-to-weight table; what CFS aims at), as the least and the most
+    share / ideal and the mean distance from it; run it on 8 vCPUs in 2
+    LLCs (AB_CPUS=8), where the tasks must be balanced between LLCs by
+    weight, not by count;
   - (part mix, not in the default set) a short mix that takes every
     callback through its common paths: `nice -n 5 stress-ng --cpu N`,
     cyclictest at nice -5 beside it for 6 s, then `hackbench -g 2 -l 100`;
@@ -37,7 +44,8 @@ Writes OUT/<label>.json.
 
 Usage: guest_bench.py OUT LABEL [BINARY]   (no BINARY = default scheduler)
 Env:   BENCH_PARTS  comma-separated subset of hackbench,cyclictest,sharing,reqresp
-       (quick experiments; the report needs all four), or fiforeq, mix, moves
+       (quick experiments; the report needs all four), or fiforeq, mix, moves,
+       nicemix
        BENCH_CGROUP NAME=QUOTA/PERIOD: an empty cgroup NAME with that limit
        exists throughout (`--cgroup` for scx_fairquota, cpu.max for the
        default scheduler), as on a host where some container is limited:
@@ -306,6 +314,48 @@ def moves():
     return {"move_after_s": after, "parts": parts}
 
 
+# nice levels of the hogs of each nicemix run: 12 nice 0 + 4 nice 10, 6 nice
+# 0 + 6 nice 5, 7 nice 0 + 8 nice 19, 3 of each of 0, 5, 10 and 19.
+NICEMIXES = {"12x0+4x10": [0] * 12 + [10] * 4, "6x0+6x5": [0] * 6 + [5] * 6,
+             "7x0+8x19": [0] * 7 + [19] * 8, "3x(0,5,10,19)": [0, 5, 10, 19] * 3}
+NICE_WEIGHT = {0: 1024, 5: 335, 10: 110, 19: 15}
+
+
+def fair_shares(nices, ncpu):
+    """Each task's weighted share of `ncpu` CPUs, none above one CPU (what
+    a task capped at one CPU leaves is shared by the others by weight)."""
+    w = [NICE_WEIGHT[n] for n in nices]
+    share, left, cap = [0.0] * len(w), set(range(len(w))), float(ncpu)
+    while left:
+        tot = sum(w[i] for i in left)
+        full = [i for i in left if cap * w[i] / tot > 1.0]
+        if not full:
+            for i in left:
+                share[i] = cap * w[i] / tot
+            break
+        for i in full:
+            share[i] = 1.0
+            left.discard(i)
+            cap -= 1.0
+    return share
+
+
+def nicemix():
+    """Each NICEMIXES run: shares against fair_shares() (see above)."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "vm"))
+    import guest  # noqa: E402 (spawn_hog, shares_then_kill)
+
+    res = {}
+    for name, nices in NICEMIXES.items():
+        got = guest.shares_then_kill([guest.spawn_hog(n) for n in nices], 3, 15)
+        ideal = fair_shares(nices, NCPU)
+        ratio = [g / i for g, i in zip(got, ideal)]
+        res[name] = {"shares": got, "ideal": ideal, "least": min(ratio), "most": max(ratio),
+                     "mean_err": sum(abs(g - i) for g, i in zip(got, ideal)) / len(got)}
+        time.sleep(1)
+    return res
+
+
 def bpf_costs():
     out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
     costs = {}
@@ -335,7 +385,8 @@ def main():
         sched = start_scheduler(binary, log, cg_args)
     res = {"label": label, "ncpu": NCPU, "kernel": os.uname().release, "ops": None}
     runs = {"hackbench": hackbench, "cyclictest": cyclictest, "sharing": lambda: sharing(loops),
-            "reqresp": reqresp, "fiforeq": fiforeq, "mix": mix, "moves": moves}
+            "reqresp": reqresp, "fiforeq": fiforeq, "mix": mix, "moves": moves,
+            "nicemix": nicemix}
     default_parts = "hackbench,cyclictest,sharing,reqresp"
     for part in os.environ.get("BENCH_PARTS", default_parts).split(","):
         res[part] = runs[part]()

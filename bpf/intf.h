@@ -203,10 +203,9 @@ enum consts {
 	RUNNABLE_LAG_SLICES	= 32,
 	/* Queued tasks rr_keep_prev() reads for one that may run here. */
 	KEEP_SCAN_TASKS		= 16,
-	WAIT_AVG_SHIFT		= 4,	/* fixed point of llc_ctx.waiting_avg */
-	WAIT_AVG_ONE		= 1 << WAIT_AVG_SHIFT,
-	WAIT_AVG_DECAY		= 3,	/* each reading weighs 1/8 */
-	WAIT_AVG_MAX		= 1 << 20,	/* readings are capped here */
+	LOAD_AVG_SHIFT		= 4,	/* fixed point of llc_ctx.load_avg */
+	LOAD_AVG_DECAY		= 3,	/* each reading weighs 1/8 */
+	LOAD_AVG_MAX		= 1 << 30,	/* readings are capped here */
 
 	/* Most cgroups with a limit (checked by the daemon, a clear error). */
 	MAX_LIMITED_CGROUPS	= 4096,

@@ -98,10 +98,14 @@
  * queued in an LLC that needs a CPU woken (pick_idle_near()) wakes an idle
  * CPU of that LLC if there is one, another LLC's only if not. Enqueue and
  * dispatch touch the LLC's queues only, except stealing when a CPU would
- * go idle. Busy LLCs balance through their housekeeping timers: an LLC
- * whose moving average of waiting RR tasks is 1.5 below another's (scaled
- * to equal CPU counts) pulls one task that may run on one of its CPUs
- * (each LLC keeps a cpumask of its CPUs), which keeps its lag. A running
+ * go idle. Busy LLCs balance by weight through their housekeeping
+ * timers, as CFS balances load: an LLC's load is a moving average of the
+ * weights of its running and queued RR tasks; an LLC less loaded per CPU
+ * than the busiest pulls one task that may run on one of its CPUs (each
+ * LLC keeps a cpumask of its CPUs) and is light enough that the move does
+ * not reverse the imbalance; the task keeps its lag. The timer reads its
+ * LLC's CPUs and at most 2 x WALK_TASKS queued tasks, and one llc_ctx
+ * per other LLC: O(CPUs per LLC + LLCs) per run, no hot-path write. A running
  * RR task keeps its CPU while its deadline is the earliest of the queued
  * tasks that may run there, and its lag behind them is limited as a
  * requeued task's is (RUNNABLE_LAG_SLICES slices, rr_keep_prev()): a task
@@ -770,6 +774,7 @@ static __always_inline void start_turn(struct task_struct *p,
 	cctx->turn++;
 	cctx->curr_valid = true;
 	cctx->curr_class = tctx->class;
+	cctx->curr_weight = tctx->weight;
 	/*
 	 * Neither a per-CPU kernel thread nor a turn the guard granted is
 	 * preempted by a queued task (the urgent queue itself takes turns at

@@ -1236,21 +1236,94 @@ static bool steal(u32 llc)
 }
 
 /*
- * Fold the number of RR tasks waiting in @llc now (its RR and URGENT
- * queues: a task the guard made urgent still waits there) into the LLC's
- * moving average, and return the average. Only @llc's timer calls this.
+ * The weights of the tasks queued in @llc's queue @kind: the first
+ * walk_tasks read, the rest counted at their mean.
  */
-static u32 update_waiting_avg(u32 llc, struct llc_ctx *lctx)
+static u64 queued_weight(u32 kind, u32 llc)
 {
-	u64 now = scx_bpf_dsq_nr_queued(dsq_id(DSQ_RR, llc)) +
-		  scx_bpf_dsq_nr_queued(dsq_id(DSQ_URGENT, llc));
-	u32 avg = READ_ONCE(lctx->waiting_avg);
+	u64 n = scx_bpf_dsq_nr_queued(dsq_id(kind, llc)), sum = 0;
+	struct task_struct *p;
+	u32 seen = 0;
 
-	if (now > WAIT_AVG_MAX)
-		now = WAIT_AVG_MAX;
-	avg = avg - (avg >> WAIT_AVG_DECAY) +
-	      (((u32)now << WAIT_AVG_SHIFT) >> WAIT_AVG_DECAY);
-	WRITE_ONCE(lctx->waiting_avg, avg);
+	if (!n)
+		return 0;
+	bpf_for_each(scx_dsq, p, dsq_id(kind, llc), 0) {
+		struct task_ctx *tctx;
+
+		if (seen >= walk_tasks)
+			break;
+		seen++;
+		tctx = try_lookup_task_ctx(p);
+		sum += tctx ? tctx->weight : 100;
+	}
+	return seen && n > seen ? sum * n / seen : sum;
+}
+
+/*
+ * The RR load of @llc now: the weights of the RR tasks running on its
+ * CPUs (read along its ring, llc_next_cpu()) and of those waiting in its
+ * RR and URGENT queues (a task the guard made urgent still waits there);
+ * *@cap: its CPUs not running FIFO work, which RR tasks share (those
+ * behind FIFO hogs get the guard's and the RR budget's turns only). Only
+ * @llc's timer calls this: O(its CPUs + 2 x walk_tasks) per run.
+ */
+static u64 llc_load(u32 llc, struct llc_ctx *lctx, u32 *cap)
+{
+	u64 load = queued_weight(DSQ_RR, llc) + queued_weight(DSQ_URGENT, llc);
+	struct bpf_cpumask *cpus = lctx->cpus;
+	s32 c, first;
+	u32 i, n = 0;
+
+	*cap = llc_cpus(llc);
+	if (!cpus)
+		return load;
+	first = c = bpf_cpumask_first(cast_mask(cpus));
+	bpf_for(i, 0, llc_cpus(llc)) {
+		struct cpu_ctx *cctx = try_lookup_cpu_ctx(c);
+		u32 class;
+
+		n++;
+		if (cctx && READ_ONCE(cctx->curr_valid)) {
+			class = READ_ONCE(cctx->curr_class);
+			if (class == CLASS_RR)
+				load += READ_ONCE(cctx->curr_weight);
+			/* FIFO work, or an RR turn it lends (rr_budget_turn()) */
+			if (class != CLASS_RR || READ_ONCE(cctx->curr_bturn))
+				n--;
+		}
+		c = llc_next_cpu(c);
+		if (c < 0 || c == first)
+			break;
+	}
+	*cap = n;
+	return load;
+}
+
+/* *@avg moved towards @now (both << LOAD_AVG_SHIFT) by 1/8. */
+static u64 avg_fold(u64 avg, u64 now)
+{
+	return avg - (avg >> LOAD_AVG_DECAY) + (now >> LOAD_AVG_DECAY);
+}
+
+/*
+ * Fold @llc's RR load and RR capacity now (llc_load()) into their moving
+ * averages (<< LOAD_AVG_SHIFT): return the load's, *@cap the capacity's
+ * (which starts at the first reading).
+ */
+static u64 update_load_avg(u32 llc, struct llc_ctx *lctx, u64 *cap)
+{
+	u32 cap_now;
+	u64 now = llc_load(llc, lctx, &cap_now), avg;
+	u64 c = READ_ONCE(lctx->cap_avg);
+
+	if (now > LOAD_AVG_MAX)
+		now = LOAD_AVG_MAX;
+	avg = avg_fold(READ_ONCE(lctx->load_avg), now << LOAD_AVG_SHIFT);
+	c = c ? avg_fold(c, (u64)cap_now << LOAD_AVG_SHIFT) :
+		(u64)cap_now << LOAD_AVG_SHIFT;
+	WRITE_ONCE(lctx->load_avg, avg);
+	WRITE_ONCE(lctx->cap_avg, c);
+	*cap = c;
 	return avg;
 }
 
@@ -1268,65 +1341,77 @@ static bool llc_may_run(struct llc_ctx *lctx, const struct task_struct *p)
 }
 
 /*
- * Balance RR work between LLCs, from @llc's housekeeping timer: if another
- * LLC has had, on average over its recent timer runs, at least 1.5 more RR
- * tasks waiting than @llc (scaled to equal CPU counts), pull one task (the
- * last in its deadline order that may run on a CPU of @llc: with only
- * tasks of the whole machine's affinity, the tasks of a cpuset container
- * or of an isolcpus host were never balanced) into @llc's queue. A
- * queue's length read at one instant is noisy: it is one short while one
- * of its CPUs switches tasks, and on a host whose vCPUs are
- * preempted (8 vCPUs on 2 loaded cores) readings of the same balanced
- * split ranged 3..7. Pulls on such readings flapped tasks between LLCs
- * (16 hogs on 2x4 vCPUs: 46-58% each), so the averages are compared; a
- * pull moves one task's worth between the two averages at once, so the
- * same imbalance is not acted on twice. The task keeps its lag: it joins
- * @llc as far ahead of @llc's clock (at most one turn) as it was ahead of
- * its old LLC's. One task per timer run, found among the last WALK_TASKS
- * (64) of the queue (those of a container pinned to the other LLC are
- * passed over), keeps the cost O(LLCs) per run.
+ * Balance RR work between LLCs by weight, from @llc's housekeeping timer,
+ * as CFS balances load: an LLC's load is the sum of the weights of its
+ * runnable RR tasks, shared by its CPUs not running FIFO work (both
+ * moving averages, update_load_avg(): a queue read at one instant is one
+ * short while a CPU switches, and readings of one balanced split on
+ * preempted vCPUs ranged 3..7 tasks). From the LLC with the most load per
+ * such CPU, if moving a task of weight w would leave it at least as
+ * loaded as @llc (W / c - w / c >= W' / c' + w / c'), pull the last task
+ * in its deadline order that is that light and may run on a CPU of @llc
+ * (with only tasks of the whole machine's affinity, the tasks of a cpuset
+ * container or of an isolcpus host were never balanced). Equal weights
+ * balance so to within one task; counted by tasks rather than weights, 6
+ * nice 0 and 6 nice 5 hogs on 2 LLCs of 4 CPUs split 6 and 6 with four
+ * nice 0 hogs at 84% each beside two nice 5 ones in one LLC, where the
+ * default scheduler gives them about 96%. RR tasks behind FIFO work on
+ * every CPU of an LLC go to any LLC with a CPU for them. A move never
+ * reverses the imbalance, so it is never undone; it is taken off both
+ * averages at once, so the same imbalance is not acted on twice. The task
+ * keeps its lag: it joins @llc as far ahead of @llc's clock (at most one
+ * turn) as it was ahead of its old LLC's. One task per timer run, found
+ * among the last WALK_TASKS (64) of the queue (those of a container
+ * pinned to the other LLC are passed over), keeps the cost O(LLCs) per
+ * run.
  */
 static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 {
 	struct llc_ctx *lctx = try_lookup_llc_ctx(llc), *fctx = NULL;
-	u32 my_cpus = llc_cpus(llc), i, from = llc, mine;
-	u64 best = 0, vnow, from_vnow, lag, cap;
+	u64 mine, my_cap, best = 0, best_cap = 1, excess, wmax;
+	u64 vnow, from_vnow, lag, cap;
+	u32 from = llc, seen = 0, i;
 	struct task_struct *p;
-	u32 seen = 0;
 
 	if (!lctx)
 		return;
-	mine = update_waiting_avg(llc, lctx);
+	mine = update_load_avg(llc, lctx, &my_cap);
 	bpf_for(i, 0, nr_llcs) {
 		struct llc_ctx *other;
-		u64 theirs;
+		u64 theirs, c;
 
 		if (i == llc || !(other = try_lookup_llc_ctx(i)))
 			continue;
-		theirs = READ_ONCE(other->waiting_avg);
-		/* theirs / their_cpus >= (mine + 2) / my_cpus, no division */
-		if (theirs * my_cpus >=
-			    ((u64)mine + 3 * WAIT_AVG_ONE / 2) * llc_cpus(i) &&
-		    theirs * my_cpus > best) {
-			best = theirs * my_cpus;
+		theirs = READ_ONCE(other->load_avg);
+		c = READ_ONCE(other->cap_avg);
+		/* theirs / c > best / best_cap, no division (c may be 0) */
+		if (theirs * best_cap > best * c) {
+			best = theirs;
+			best_cap = c;
 			from = i;
 			fctx = other;
 		}
 	}
-	if (!fctx)
+	/* w (my_cap + best_cap) <= best my_cap - mine best_cap */
+	if (!fctx || best * my_cap <= mine * best_cap)
+		return;
+	excess = best * my_cap - mine * best_cap;
+	wmax = (excess >> LOAD_AVG_SHIFT) / (my_cap + best_cap);
+	if (!wmax)
 		return;
 
 	vnow = READ_ONCE(lctx->vtime_now);
 	from_vnow = READ_ONCE(fctx->vtime_now);
 	bpf_for_each(scx_dsq, p, dsq_id(DSQ_RR, from), SCX_DSQ_ITER_REV) {
 		struct task_ctx *tctx;
-		u64 vtime;
+		u64 vtime, w;
 
 		if (seen++ >= walk_tasks)
 			break;
 		tctx = try_lookup_task_ctx(p);
-		if (!tctx || !llc_may_run(lctx, p))
+		if (!tctx || tctx->weight > wmax || !llc_may_run(lctx, p))
 			continue;
+		w = (u64)tctx->weight << LOAD_AVG_SHIFT;
 		lag = tctx->vtime > from_vnow ? tctx->vtime - from_vnow : 0;
 		cap = vtime_cost(cfg->slice_ns, tctx->weight);
 		vtime = vnow + (lag < cap ? lag : cap);
@@ -1341,10 +1426,8 @@ static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 			WRITE_ONCE(tctx->clock_cpu, -1);
 			kwait_note(p, tctx, llc, READ_ONCE(tctx->enq_at_ns));
 			/* One task's worth moved: act on the rest later. */
-			WRITE_ONCE(lctx->waiting_avg, mine + WAIT_AVG_ONE);
-			i = READ_ONCE(fctx->waiting_avg);
-			WRITE_ONCE(fctx->waiting_avg,
-				   i > WAIT_AVG_ONE ? i - WAIT_AVG_ONE : 0);
+			WRITE_ONCE(lctx->load_avg, mine + w);
+			WRITE_ONCE(fctx->load_avg, best > w ? best - w : 0);
 			stat_inc(CNT_LLC_PULL);
 			kick_idle_cpu(p, llc);
 		}

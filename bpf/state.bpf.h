@@ -174,6 +174,7 @@ struct cpu_ctx {
 	u64 turn_step;		/* RR: vtime the last turn here moved */
 	u64 stop_vtime;		/* RR: its task's vtime if still runnable, or 0 */
 	u32 curr_class;		/* class of the running task */
+	u32 curr_weight;	/* its weight (llc_load()) */
 	u8 curr_valid;		/* a task of ours is running */
 	u8 curr_preemptible;	/* it may be preempted (not a pcpu kthread) */
 	u8 curr_bturn;		/* its turn is on the RR budget */
@@ -247,8 +248,10 @@ struct llc_ctx {
 	u64 vtime_now;		/* RR clock: follows started tasks (see
 				 * advance_llc_clock()) */
 	u64 next_timer_ns;	/* when the timer is armed for, 0 = running */
-	u32 waiting_avg;	/* RR tasks waiting, x WAIT_AVG_ONE, moving
+	u64 load_avg;		/* RR load (weights of its running and
+				 * queued RR tasks) << LOAD_AVG_SHIFT, moving
 				 * average over timer runs (pull_rr_work()) */
+	u32 cap_avg;		/* its CPUs not running FIFO work, the same way */
 	u32 timer_home;		/* its timer last ran on a CPU of this LLC
 				 * (fq_llc_timer_keep()) */
 	struct bpf_cpumask __kptr *cpus;	/* its CPUs (set in ops.init()) */

@@ -1395,6 +1395,17 @@ def scenario_topology8(out):
     # few hogs' shares by a third while it lasts (one 10 s window of the
     # build before read 41.2-56.8%, the next run 46.7-48.9%).
     res["equal_shares"] = shares_then_kill([spawn_hog(0) for _ in range(16)], 10, 20)
+    # Balanced by weight: 6 nice 0 and 6 nice 5 hogs split 6 and 6 by
+    # count, one LLC with 4 nice 0 hogs beside 2 nice 5 ones (84% each);
+    # by weight both LLCs carry the same load and every nice 0 hog has a
+    # CPU of its own.
+    res["weighted_shares"] = shares_then_kill([spawn_hog(n) for n in [0] * 6 + [5] * 6], 6, 15)
+    # RR hogs beside a FIFO hog on every CPU of LLC 0: its CPUs count as
+    # taken, so the RR hogs share the other LLC's 4 CPUs evenly (50% each);
+    # balanced by waiting tasks, two or three stayed behind the FIFO hogs
+    # (35-65% each).
+    hogs = [spawn_hog(-5, cpus=c) for c in range(4)] + [spawn_hog(0) for _ in range(8)]
+    res["beside_fifo_shares"] = shares_then_kill(hogs, 4, 12)[4:]
     res["narrow_shares"] = narrow_affinity_shares()
     res["pair_fracs"] = pinned_pair_fracs(8)
     res["rc_equal"] = d.stop()
