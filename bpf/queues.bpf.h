@@ -1248,13 +1248,10 @@ static u64 queued_weight(u32 kind, u32 llc)
 	if (!n)
 		return 0;
 	bpf_for_each(scx_dsq, p, dsq_id(kind, llc), 0) {
-		struct task_ctx *tctx;
-
 		if (seen >= walk_tasks)
 			break;
 		seen++;
-		tctx = try_lookup_task_ctx(p);
-		sum += tctx ? tctx->weight : 100;
+		sum += p->scx.weight;
 	}
 	return seen && n > seen ? sum * n / seen : sum;
 }
