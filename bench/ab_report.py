@@ -42,6 +42,14 @@ def metrics(r):
         m[f"{what}: least (%)"] = 100 * v["least"]
         m[f"{what}: most (%)"] = 100 * v["most"]
         m[f"unpinned hogs {k}: mean distance from the fair share (points)"] = 100 * v["mean_err"]
+    if "fifollc" in r:
+        f, rr, n = r["fifollc"]["fifo"], r["fifollc"]["rr"], len(r["fifollc"]["fifo"])
+        what = f"FIFO hog on each CPU of LLC 0 beside 8 RR hogs, {n} runs"
+        m[f"{what}: FIFO hogs' least share (%)"] = 100 * min(min(x) for x in f)
+        m[f"{what}: FIFO hogs' mean share (%)"] = 100 * statistics.mean(y for x in f for y in x)
+        m[f"{what}: runs with a FIFO hog under 90%"] = sum(min(x) < 0.90 for x in f)
+        m[f"{what}: RR hogs' least share (%)"] = 100 * min(min(x) for x in rr)
+        m[f"{what}: RR hogs' most share (%)"] = 100 * max(max(x) for x in rr)
     for k, v in r.get("cyclictest", {}).items():
         if k not in ("samples", "traced_wakeups"):
             m[f"cyclictest nice -5 beside nice 5 stress-ng: {k}"] = v

@@ -33,6 +33,13 @@ other in the same VM:
     share / ideal and the mean distance from it; run it on 8 vCPUs in 2
     LLCs (AB_CPUS=8), where the tasks must be balanced between LLCs by
     weight, not by count;
+  - (part fifollc, not in the default set) FIFOLLC_ROUNDS times (default
+    4): a nice -5 (FIFO) hog pinned on each CPU of the first LLC beside 8
+    unpinned nice 0 hogs for 4 + 12 s: the FIFO hogs' shares (all but the
+    RR budget's and the guard's turns are theirs) and the RR hogs' (the
+    other LLC's CPUs: 50% each on 8 vCPUs in 2 LLCs), and the runs in
+    which a FIFO hog kept less than 90% of its CPU (test_eight_cpus_two_llcs's
+    case, which some runs failed: an RR hog left behind the FIFO hogs);
   - (part mix, not in the default set) a short mix that takes every
     callback through its common paths: `nice -n 5 stress-ng --cpu N`,
     cyclictest at nice -5 beside it for 6 s, then `hackbench -g 2 -l 100`;
@@ -45,7 +52,7 @@ Writes OUT/<label>.json.
 Usage: guest_bench.py OUT LABEL [BINARY]   (no BINARY = default scheduler)
 Env:   BENCH_PARTS  comma-separated subset of hackbench,cyclictest,sharing,reqresp
        (quick experiments; the report needs all four), or fiforeq, mix, moves,
-       nicemix
+       nicemix, fifollc
        BENCH_CGROUP NAME=QUOTA/PERIOD: an empty cgroup NAME with that limit
        exists throughout (`--cgroup` for scx_fairquota, cpu.max for the
        default scheduler), as on a host where some container is limited:
@@ -356,6 +363,23 @@ def nicemix():
     return res
 
 
+def fifollc():
+    """FIFOLLC_ROUNDS runs of FIFO hogs on the first LLC's CPUs beside 8 RR
+    hogs (see above)."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "vm"))
+    import guest  # noqa: E402 (spawn_hog, shares_then_kill)
+
+    llc0 = guest.cpu_list(guest.read("/sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list", "0"))
+    fifo, rr = [], []
+    for _ in range(int(os.environ.get("FIFOLLC_ROUNDS", "4"))):
+        hogs = [guest.spawn_hog(-5, cpus=c) for c in llc0] + [guest.spawn_hog(0) for _ in range(8)]
+        got = guest.shares_then_kill(hogs, 4, 12)
+        fifo.append(got[:len(llc0)])
+        rr.append(got[len(llc0):])
+        time.sleep(1)
+    return {"fifo": fifo, "rr": rr}
+
+
 def bpf_costs():
     out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
     costs = {}
@@ -386,7 +410,7 @@ def main():
     res = {"label": label, "ncpu": NCPU, "kernel": os.uname().release, "ops": None}
     runs = {"hackbench": hackbench, "cyclictest": cyclictest, "sharing": lambda: sharing(loops),
             "reqresp": reqresp, "fiforeq": fiforeq, "mix": mix, "moves": moves,
-            "nicemix": nicemix}
+            "nicemix": nicemix, "fifollc": fifollc}
     default_parts = "hackbench,cyclictest,sharing,reqresp"
     for part in os.environ.get("BENCH_PARTS", default_parts).split(","):
         res[part] = runs[part]()

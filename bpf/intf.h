@@ -203,7 +203,13 @@ enum consts {
 	RUNNABLE_LAG_SLICES	= 32,
 	/* Queued tasks rr_keep_prev() reads for one that may run here. */
 	KEEP_SCAN_TASKS		= 16,
-	LOAD_AVG_SHIFT		= 4,	/* fixed point of llc_ctx.load_avg */
+	/*
+	 * Fixed point of llc_ctx.load_avg and cap_avg. A 1/8 fold truncates,
+	 * so an average of readings 0 stops at 7 units: at a shift of 4 that
+	 * was 7/16 of a CPU, room enough in an LLC whose every CPU runs FIFO
+	 * work to keep its last RR task there (pull_rr_work()).
+	 */
+	LOAD_AVG_SHIFT		= 10,
 	LOAD_AVG_DECAY		= 3,	/* each reading weighs 1/8 */
 	LOAD_AVG_MAX		= 1 << 30,	/* readings are capped here */
 

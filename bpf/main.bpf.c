@@ -26,7 +26,8 @@
  *    at a tick of a FIFO task, an RR task queued in the LLC that may run there
  *    gets such a turn too (rr_budget_ask(), then rr_budget_pick() in
  *    ops.dispatch()), so RR tasks that stay runnable get the budget as well,
- *    not one slice per guard. Only FIFO work preempts such a turn. The budget
+ *    not one slice per guard. Only FIFO work preempts such a turn, and the
+ *    slice timer ends that of a CPU-bound task on time. The budget
  *    is per CPU, in its cpu_ctx, charged by that CPU alone: no shared write.
  *  - RR tasks carry a weighted virtual time: running costs
  *    runtime * 100 / p->scx.weight. They are queued by the virtual
@@ -103,7 +104,10 @@
  * weights of its running and queued RR tasks; an LLC less loaded per CPU
  * than the busiest pulls one task that may run on one of its CPUs (each
  * LLC keeps a cpumask of its CPUs) and is light enough that the move does
- * not reverse the imbalance; the task keeps its lag. The timer reads its
+ * not reverse the imbalance (or leaves the puller at most half as loaded
+ * per CPU as the source was: an LLC whose CPUs all run FIFO work has next
+ * to no room, and its last RR task goes too); the task keeps its lag. The
+ * timer reads its
  * LLC's CPUs and at most 2 x WALK_TASKS queued tasks, and one llc_ctx
  * per other LLC: O(CPUs per LLC + LLCs) per run, no hot-path write. A running
  * RR task keeps its CPU while its deadline is the earliest of the queued

@@ -1352,10 +1352,17 @@ static bool llc_may_run(struct llc_ctx *lctx, const struct task_struct *p)
  * balance so to within one task; counted by tasks rather than weights, 6
  * nice 0 and 6 nice 5 hogs on 2 LLCs of 4 CPUs split 6 and 6 with four
  * nice 0 hogs at 84% each beside two nice 5 ones in one LLC, where the
- * default scheduler gives them about 96%. RR tasks behind FIFO work on
- * every CPU of an LLC go to any LLC with a CPU for them. A move never
- * reverses the imbalance, so it is never undone; it is taken off both
- * averages at once, so the same imbalance is not acted on twice. The task
+ * default scheduler gives them about 96%. A move never reverses the
+ * imbalance, so it is never undone, with one exception: RR tasks behind
+ * FIFO work on (nearly) every CPU of an LLC have next to no room there,
+ * and moving the last of them would leave that LLC with no load at all:
+ * a task moves also if @llc stays at most half as loaded per CPU as its
+ * source was (2 (W' + w) / c' <= W / c), which cannot be undone either
+ * (the move back would need the reverse). Without it, one RR hog of 8
+ * stayed behind FIFO hogs on the 4 CPUs of one LLC in some runs and took
+ * their RR budget turns (the FIFO hogs kept 82% of their CPUs, the
+ * other runs 99%). A move is taken off both averages at once, so the same
+ * imbalance is not acted on twice. The task
  * keeps its lag: it joins @llc as far ahead of @llc's clock (at most one
  * turn) as it was ahead of its old LLC's. One task per timer run, found
  * among the last WALK_TASKS (64) of the queue (those of a container
@@ -1365,7 +1372,7 @@ static bool llc_may_run(struct llc_ctx *lctx, const struct task_struct *p)
 static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 {
 	struct llc_ctx *lctx = try_lookup_llc_ctx(llc), *fctx = NULL;
-	u64 mine, my_cap, best = 0, best_cap = 1, excess, wmax;
+	u64 mine, my_cap, best = 0, best_cap = 1, excess, wmax, half;
 	u64 vnow, from_vnow, lag, cap;
 	u32 from = llc, seen = 0, i;
 	struct task_struct *p;
@@ -1390,10 +1397,17 @@ static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 		}
 	}
 	/* w (my_cap + best_cap) <= best my_cap - mine best_cap */
-	if (!fctx || best * my_cap <= mine * best_cap)
+	if (!fctx || !my_cap || best * my_cap <= mine * best_cap)
 		return;
 	excess = best * my_cap - mine * best_cap;
 	wmax = (excess >> LOAD_AVG_SHIFT) / (my_cap + best_cap);
+	/* or 2 (mine + w) best_cap <= best my_cap: see above */
+	half = best * my_cap / 2;
+	if (!best_cap)
+		wmax = ~0ULL;
+	else if (half / best_cap > mine &&
+		 (half / best_cap - mine) >> LOAD_AVG_SHIFT > wmax)
+		wmax = (half / best_cap - mine) >> LOAD_AVG_SHIFT;
 	if (!wmax)
 		return;
 

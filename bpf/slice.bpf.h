@@ -293,7 +293,8 @@ static bool tick_far(const struct cpu_ctx *cctx, u64 slice, u64 now)
  * debt pays it back. Not where the tick may end
  * the quota (tick_cuts_quota()): a turn its tokens cut is left to the
  * tick (quota_at_tick), and any other is an RR slice like an unlimited
- * task's.
+ * task's. A turn on the RR budget of a task that ran its last turn out is
+ * timed too: a FIFO task waits for it to end.
  * Any other turn is left to the ticks: the tick that finds less than a
  * tick less the slack left arms the timer (slice_timer_tick()). Most
  * turns of wakeup-driven work block long before their slice ends, so
@@ -335,6 +336,14 @@ static __always_inline void arm_slice_timer(struct cpu_ctx *cctx,
 		/* Only a limited task's tokens cut a slice. */
 		cctx->quota_at_tick = true;
 		timed = false;
+	} else if (cctx->curr_bturn) {
+		/*
+		 * A turn on the RR budget, which a FIFO task waits for: left
+		 * to the tick, a CPU-bound task's turn cut to the budget left
+		 * ran on to a tick past it (on 8 vCPUs under TCG one RR hog
+		 * took 15-17% of each of 4 FIFO hogs' CPUs so, against 5%).
+		 */
+		timed = tctx->ran_out;
 	} else {
 		timed = (tctx->ran_out ||
 			 (cctx->last_ran_out && !tctx->blocks_early &&

@@ -871,6 +871,7 @@ def test_eight_cpus_two_llcs(binary, tmp_path):
     mean = sum(eq) / len(eq)
     ws = r["weighted_shares"]
     bf = r["beside_fifo_shares"]
+    ff = r["fifo_beside_rr_shares"]
     nw = r["narrow_shares"]
     fr = r["pair_fracs"]
     q = r["quota_shares"]
@@ -903,6 +904,12 @@ def test_eight_cpus_two_llcs(binary, tmp_path):
         # as taken: 48.3-67.6% in seven (the build and two drafts).
         ("8 RR hogs beside a FIFO hog on each CPU of LLC 0", f"{pct(min(bf))}..{pct(max(bf))}",
          ">= 45% each", min(bf) >= 0.45),
+        # The FIFO hogs lose only the RR budget's turns (5%) and the
+        # guard's: 81.8-84.1% in one run of four before 2026-12-07 (an RR
+        # hog left in LLC 0 on its budget turns, each overrunning the
+        # budget to the tick), 97.7-100% in the others.
+        ("the FIFO hogs beside them", f"{pct(min(ff))}..{pct(max(ff))}",
+         ">= 90% each", min(ff) >= 0.90),
         ("12 hogs on CPUs 0-2,4-6: most / least", f"{pct(min(nw))}..{pct(max(nw))}",
          "<= 2x", max(nw) <= 2 * min(nw)),
         ("12 hogs use their 6 CPUs", pct(sum(nw) / 6), ">= 90%", sum(nw) / 6 >= 0.90),
