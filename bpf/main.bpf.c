@@ -330,6 +330,16 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 	bool cut;
 
 	slice = task_slice(pctx, cfg, cpu, llc, &cut);
+	/*
+	 * No FIFO work waits for this CPU any more (ops.dispatch() found
+	 * none): a turn on the RR budget ends here, charged so far, and the
+	 * renewed one is a plain RR turn (wakeups may preempt it, the LLC's
+	 * balance counts the CPU as room again).
+	 */
+	if (cctx && cctx->curr_bturn) {
+		rr_budget_charge(cctx, pctx->turn_start_ns, now);
+		cctx->curr_bturn = 0;
+	}
 
 	scx_bpf_task_set_slice(prev, slice);
 	mark_turn_end(pctx, true, now);
