@@ -53,6 +53,15 @@ static void rr_budget_charge(struct cpu_ctx *cctx, u64 start, u64 now)
 	cctx->bud_used_ns += now - start;
 }
 
+/* The turn on @cctx's CPU, started at @start, is no longer on the budget. */
+static void rr_budget_end(struct cpu_ctx *cctx, u64 start, u64 now)
+{
+	if (!cctx || !cctx->curr_bturn)
+		return;
+	rr_budget_charge(cctx, start, now);
+	cctx->curr_bturn = 0;
+}
+
 /*
  * RR task @p woke (@enq_flags) on its CPU, where FIFO work runs: if that
  * CPU has RR budget left, put @p on its local queue with SCX_ENQ_PREEMPT,

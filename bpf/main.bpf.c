@@ -107,9 +107,8 @@
  * not reverse the imbalance (or leaves the puller at most half as loaded
  * per CPU as the source was: an LLC whose CPUs all run FIFO work has next
  * to no room, and its last RR task goes too); the task keeps its lag. The
- * timer reads its
- * LLC's CPUs and at most 2 x WALK_TASKS queued tasks, and one llc_ctx
- * per other LLC: O(CPUs per LLC + LLCs) per run, no hot-path write. A running
+ * timer reads its LLC's CPUs and at most 2 x WALK_TASKS queued tasks, and
+ * one llc_ctx per other LLC: O(CPUs per LLC + LLCs) per run, no hot-path write. A running
  * RR task keeps its CPU while its deadline is the earliest of the queued
  * tasks that may run there, and its lag behind them is limited as a
  * requeued task's is (RUNNABLE_LAG_SLICES slices, rr_keep_prev()): a task
@@ -336,10 +335,7 @@ static void keep_running(struct task_struct *prev, struct task_ctx *pctx,
 	 * renewed one is a plain RR turn (wakeups may preempt it, the LLC's
 	 * balance counts the CPU as room again).
 	 */
-	if (cctx && cctx->curr_bturn) {
-		rr_budget_charge(cctx, pctx->turn_start_ns, now);
-		cctx->curr_bturn = 0;
-	}
+	rr_budget_end(cctx, pctx->turn_start_ns, now);
 
 	scx_bpf_task_set_slice(prev, slice);
 	mark_turn_end(pctx, true, now);
@@ -841,10 +837,7 @@ void BPF_STRUCT_OPS(fairquota_stopping, struct task_struct *p, bool runnable)
 	if (!(cfg = live_config()))
 		return;
 	now = bpf_ktime_get_ns();
-	if (cctx && cctx->curr_bturn) {
-		rr_budget_charge(cctx, tctx->turn_start_ns, now);
-		cctx->curr_bturn = 0;
-	}
+	rr_budget_end(cctx, tctx->turn_start_ns, now);
 	fq_charge_stop(p, tctx, cfg, now, runnable);
 	if (tctx->class == CLASS_RR) {
 		tctx->turn_step = turn_cost(tctx, now);

@@ -1372,7 +1372,7 @@ static bool llc_may_run(struct llc_ctx *lctx, const struct task_struct *p)
 static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 {
 	struct llc_ctx *lctx = try_lookup_llc_ctx(llc), *fctx = NULL;
-	u64 mine, my_cap, best = 0, best_cap = 1, excess, wmax, half;
+	u64 mine, my_cap, best = 0, best_cap = 1, excess, wmax, roomy;
 	u64 vnow, from_vnow, lag, cap;
 	u32 from = llc, seen = 0, i;
 	struct task_struct *p;
@@ -1397,17 +1397,14 @@ static void pull_rr_work(u32 llc, const struct fq_config *cfg)
 		}
 	}
 	/* w (my_cap + best_cap) <= best my_cap - mine best_cap */
-	if (!fctx || !my_cap || best * my_cap <= mine * best_cap)
+	if (!fctx || best * my_cap <= mine * best_cap)
 		return;
 	excess = best * my_cap - mine * best_cap;
 	wmax = (excess >> LOAD_AVG_SHIFT) / (my_cap + best_cap);
 	/* or 2 (mine + w) best_cap <= best my_cap: see above */
-	half = best * my_cap / 2;
-	if (!best_cap)
-		wmax = ~0ULL;
-	else if (half / best_cap > mine &&
-		 (half / best_cap - mine) >> LOAD_AVG_SHIFT > wmax)
-		wmax = (half / best_cap - mine) >> LOAD_AVG_SHIFT;
+	roomy = best_cap ? best * my_cap / 2 / best_cap : ~0ULL;
+	if (roomy > mine && (roomy - mine) >> LOAD_AVG_SHIFT > wmax)
+		wmax = (roomy - mine) >> LOAD_AVG_SHIFT;
 	if (!wmax)
 		return;
 
