@@ -367,15 +367,13 @@ def fifollc():
     """FIFOLLC_ROUNDS runs of FIFO hogs on the first LLC's CPUs beside 8 RR
     hogs (see above)."""
     sys.path.insert(0, os.path.join(REPO, "tests", "vm"))
-    import guest  # noqa: E402 (spawn_hog, shares_then_kill)
+    import guest  # noqa: E402 (the scene of test_eight_cpus_two_llcs)
 
-    llc0 = guest.cpu_list(guest.read("/sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list", "0"))
     fifo, rr = [], []
     for _ in range(int(os.environ.get("FIFOLLC_ROUNDS", "4"))):
-        hogs = [guest.spawn_hog(-5, cpus=c) for c in llc0] + [guest.spawn_hog(0) for _ in range(8)]
-        got = guest.shares_then_kill(hogs, 4, 12)
-        fifo.append(got[:len(llc0)])
-        rr.append(got[len(llc0):])
+        f, r = guest.fifo_llc_beside_rr(8)
+        fifo.append(f)
+        rr.append(r)
         time.sleep(1)
     return {"fifo": fifo, "rr": rr}
 

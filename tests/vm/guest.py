@@ -1408,9 +1408,7 @@ def scenario_topology8(out):
     # in some runs before 2026-12-07 one RR hog stayed in LLC 0 (its
     # capacity, averaged, never fell below 7/16 of a CPU) and took budget
     # turns on all four CPUs: the FIFO hogs kept 82% each.
-    hogs = [spawn_hog(-5, cpus=c) for c in range(4)] + [spawn_hog(0) for _ in range(8)]
-    got = shares_then_kill(hogs, 4, 12)
-    res["beside_fifo_shares"], res["fifo_beside_rr_shares"] = got[4:], got[:4]
+    res["fifo_beside_rr_shares"], res["beside_fifo_shares"] = fifo_llc_beside_rr(8)
     res["narrow_shares"] = narrow_affinity_shares()
     res["pair_fracs"] = pinned_pair_fracs(8)
     res["rc_equal"] = d.stop()
@@ -1425,6 +1423,21 @@ def scenario_topology8(out):
     # A cpu.max of 1.5 CPUs shared by 4 busy threads, spread over 2 LLCs.
     wide_group(out, res, "topo-cgroup", 4)
     return res
+
+
+def llc0_cpus():
+    """The CPUs of the first LLC (CPU 0's), by sysfs."""
+    return cpu_list(read("/sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list", "0"))
+
+
+def fifo_llc_beside_rr(nr_rr, warm=4, secs=12):
+    """A nice -5 (FIFO) hog pinned on each CPU of the first LLC beside
+    @nr_rr unpinned nice 0 hogs: (the FIFO hogs' shares, the RR hogs').
+    Also run by bench/guest_bench.py (part fifollc)."""
+    llc0 = llc0_cpus()
+    hogs = [spawn_hog(-5, cpus=c) for c in llc0] + [spawn_hog(0) for _ in range(nr_rr)]
+    got = shares_then_kill(hogs, warm, secs)
+    return got[:len(llc0)], got[len(llc0):]
 
 
 def scenario_topology_large(out):
@@ -1449,7 +1462,7 @@ def scenario_topology_large(out):
 
     d = Daemon(out, "large-guard", [])
     herd, pids, path = spawn_herd(4 * n, out, "large-herd")
-    llc0 = cpu_list(read("/sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list", "0"))
+    llc0 = llc0_cpus()
     fifo = [spawn_hog(-5, cpus=c) for c in llc0]
     time.sleep(3)
     res["fifo_shares"] = measure([f.pid for f in fifo], 20)
