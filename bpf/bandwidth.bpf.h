@@ -787,4 +787,58 @@ static void cg_timers_setup(void)
 	}
 }
 
+/* serve_starved(): move the head of limited cgroup *@key's parked tasks here. */
+static long serve_cg_one(struct bpf_map *map, u64 *key, struct cg_state *st,
+			 bool *done)
+{
+	u64 dsq = cg_dsq_id(*key);
+
+	if (scx_bpf_dsq_nr_queued(dsq) > 0 && scx_bpf_dsq_move_to_local(dsq, 0)) {
+		*done = true;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * ops.dispatch() on @cctx's CPU (of @llc) found nothing to run, and RT or
+ * deadline work is runnable there: the kernel's ext server is asking. It
+ * runs sched_ext tasks for 50 ms a second on a CPU that higher classes
+ * keep busy, and it stops as soon as a pick finds nothing; it starts again
+ * only when its CPU's count of runnable sched_ext tasks goes from 0 to 1.
+ * Parked tasks count as runnable, so a CPU whose tasks were all parked
+ * when it asked starved from then on, released or not: stress-ng's mutex
+ * stressor (SCHED_FIFO threads on every CPU) under --quota-us ejected the
+ * scheduler (watchdog, 30 s) or wedged the VM in 3 runs of 4. So a
+ * parked task runs anyway, for the least slice (fairquota_running()): its
+ * quota is overrun by at most the server's share, charged as debt, and only
+ * while higher classes starve the CPU. @prev first (@pctx: its state, if
+ * it is ours and still runnable: a throttled task the server ran, which
+ * would be parked right after this pick), then its LLC's parked tasks,
+ * then any limited cgroup's (O(limited cgroups), only in this case).
+ */
+static void serve_starved(struct task_struct *prev, struct task_ctx *pctx,
+			  const struct fq_config *cfg, struct cpu_ctx *cctx,
+			  u32 llc)
+{
+	struct rq *rq = scx_bpf_locked_rq();
+	bool done = false;
+
+	if (!rq || !cctx || !rq->scx.nr_running ||
+	    rq->nr_running <= rq->scx.nr_running)
+		return;
+	if (pctx) {
+		scx_bpf_task_set_slice(prev, cfg->slice_min_ns);
+		stat_inc(CNT_SERVER_PARKED);
+		return;
+	}
+	done = consume(DSQ_THROTTLED, llc);
+	if (!done)
+		bpf_for_each_map_elem(&cgroup_states, serve_cg_one, &done, 0);
+	if (done) {
+		cctx->serve_parked = 1;
+		stat_inc(CNT_SERVER_PARKED);
+	}
+}
+
 #endif /* __FAIRQUOTA_BANDWIDTH_BPF_H */

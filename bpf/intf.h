@@ -312,6 +312,7 @@ enum counter_idx {
 	CNT_CG_CONTENDED,	/* cgroup charges that lost CG_CHARGE_TRIES races: tokens only */
 	CNT_SLICE_CHAIN,	/* of slice_arm: a turn took the timer its kick armed */
 	CNT_SLICE_FOLLOW,	/* a timer whose turn ended early took the untimed one running */
+	CNT_SERVER_PARKED,	/* the ext server found only parked tasks: one ran anyway */
 	NR_COUNTERS,
 };
 

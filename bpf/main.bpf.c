@@ -635,6 +635,8 @@ void BPF_STRUCT_OPS(fairquota_dispatch, s32 cpu, struct task_struct *prev)
 	}
 	if (keep)
 		keep_running(prev, pctx, cfg, cpu, now);
+	else
+		serve_starved(prev, pctx, cfg, try_lookup_cpu_ctx(cpu), llc);
 }
 
 void BPF_STRUCT_OPS(fairquota_tick, struct task_struct *p)
@@ -763,7 +765,9 @@ static __always_inline void start_turn(struct task_struct *p,
 	 * put straight back on the CPU without ops.enqueue().)
 	 */
 	if (throttled)
-		slice = 0;
+		slice = cctx && cctx->serve_parked ? cfg->slice_min_ns : 0;
+	if (cctx)
+		cctx->serve_parked = 0;
 	/* An RCU reader is parked only once it has left the section. */
 	if (!slice && in_rcu_reader(p))
 		slice = cfg->slice_min_ns;

@@ -182,6 +182,7 @@ struct cpu_ctx {
 	u8 quota_at_tick;	/* its tokens end its turn, at a tick */
 	u8 last_ran_out;	/* RR: the last turn here ran its slice out */
 	u8 timer_follow;	/* the timer took its turn late (slice_timer_follow()) */
+	u8 serve_parked;	/* a parked task was handed to the ext server (serve_starved()) */
 	s64 nr_rr_waiting;	/* queued RR tasks assigned to this CPU */
 	u64 timer_at;		/* the slice timer's deadline (ktime ns) */
 	u64 timer_slice;	/* the slice it was armed for */

@@ -283,6 +283,8 @@ pub struct Metrics {
     pub slice_chain: u64,
     #[stat(desc = "slice timers that took the untimed RR turn running when they fired")]
     pub slice_follow: u64,
+    #[stat(desc = "parked tasks run because RT or DL work starved their CPU")]
+    pub server_parked: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -365,6 +367,7 @@ impl Metrics {
             ("cg_contended", &mut self.cg_contended),
             ("slice_chain", &mut self.slice_chain),
             ("slice_follow", &mut self.slice_follow),
+            ("server_parked", &mut self.server_parked),
         ]
     }
 

@@ -1236,7 +1236,11 @@ def scenario_stress_smoke(out):
     then stopped with SIGTERM as `timeout --preserve-status` stops it;
     without and with a quota, then the same with stressors that churn
     their tasks' nice, policy and CPU under a quota (throttled tasks among
-    them). stress-ng starts once the scheduler is attached: a CI host
+    them), and stress-ng's mutex stressor under a quota: SCHED_FIFO threads
+    on every CPU, so sched_ext tasks run only by the kernel's ext server
+    (50 ms a second per CPU), which stopped for good when it found only
+    parked tasks (serve_starved(): ejected or wedged in 4 runs of 5 before
+    2026-12-07). stress-ng starts once the scheduler is attached: a CI host
     took 61 s to verify and load the program, past a `timeout 45` that
     counted from the daemon's start (stop 58), so the time to attach is
     waited for (Daemon.wait_attached(), up to 180 s) and reported apart."""
@@ -1247,7 +1251,8 @@ def scenario_stress_smoke(out):
     res = {}
     for label, args, stressors, check_ops in [
             ("default", [], smoke, []), ("quota 2000/10000", quota, smoke, []),
-            ("policy churn, quota 2000/10000", quota, churn, list(CHURN_STRESSORS))]:
+            ("policy churn, quota 2000/10000", quota, churn, list(CHURN_STRESSORS)),
+            ("SCHED_FIFO mutex workers, quota 2000/10000", quota, ["--mutex", n], ["mutex"])]:
         sched_t0 = time.monotonic()
         # Waits for the attach (Daemon.wait_attached(): up to 180 s).
         d = Daemon(out, f"stress-{len(res)}", ["--stats-interval", "0", *args])
