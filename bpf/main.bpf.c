@@ -205,7 +205,10 @@
  * more than PARK_FORCE_MS, and exiting tasks and kernel threads are
  * never parked, nor a task inside an RCU read-side section (a preempted
  * reader holds up every RCU grace period): it runs on, at least
- * slice_min_ns a turn, until it has left the section.
+ * slice_min_ns a turn, until it has left the section. On a CPU that RT or
+ * deadline work keeps busy, the kernel's ext server asks ops.dispatch()
+ * for work and stops for good if it gets none while parked tasks still
+ * count there: then a parked task runs anyway (serve_starved()).
  *
  * State (state.bpf.h). Task state is in task local storage (no pid keys:
  * exec from any thread and pid reuse cannot mix tasks; no entry limit).
