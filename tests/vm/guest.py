@@ -1239,7 +1239,7 @@ def scenario_stress_smoke(out):
     them), and stress-ng's mutex stressor under a quota: SCHED_FIFO threads
     on every CPU, so sched_ext tasks run only by the kernel's ext server
     (50 ms a second per CPU), which stopped for good when it found only
-    parked tasks (serve_starved(): ejected or wedged in 4 runs of 5 before
+    parked tasks (serve_starved(): ejected or wedged in 10 runs of 11 before
     2026-12-07). stress-ng starts once the scheduler is attached: a CI host
     took 61 s to verify and load the program, past a `timeout 45` that
     counted from the daemon's start (stop 58), so the time to attach is
