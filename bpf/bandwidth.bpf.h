@@ -791,13 +791,8 @@ static void cg_timers_setup(void)
 static long serve_cg_one(struct bpf_map *map, u64 *key, struct cg_state *st,
 			 bool *done)
 {
-	u64 dsq = cg_dsq_id(*key);
-
-	if (scx_bpf_dsq_nr_queued(dsq) > 0 && scx_bpf_dsq_move_to_local(dsq, 0)) {
-		*done = true;
-		return 1;
-	}
-	return 0;
+	*done = consume_dsq(cg_dsq_id(*key));
+	return *done;
 }
 
 /*
@@ -809,7 +804,7 @@ static long serve_cg_one(struct bpf_map *map, u64 *key, struct cg_state *st,
  * Parked tasks count as runnable, so a CPU whose tasks were all parked
  * when it asked starved from then on, released or not: stress-ng's mutex
  * stressor (SCHED_FIFO threads on every CPU) under --quota-us ejected the
- * scheduler (watchdog, 30 s) or wedged the VM in 3 runs of 4. So a
+ * scheduler (watchdog, 30 s) or wedged the VM in 10 runs of 11. So a
  * parked task runs anyway, for the least slice (fairquota_running()): its
  * quota is overrun by at most the server's share, charged as debt, and only
  * while higher classes starve the CPU. @prev first (@pctx: its state, if

@@ -1190,12 +1190,16 @@ static void mark_turn_end(struct task_ctx *tctx, bool runnable, u64 now)
 		tctx->blocks_early = false;
 }
 
-/* Move the first task @kind queue of @llc can give this CPU. */
+/* Move the first task DSQ @dsq can give this CPU to its local DSQ. */
+static bool consume_dsq(u64 dsq)
+{
+	return scx_bpf_dsq_nr_queued(dsq) > 0 && scx_bpf_dsq_move_to_local(dsq, 0);
+}
+
+/* The same from queue @kind of @llc. */
 static bool consume(u32 kind, u32 llc)
 {
-	u64 dsq = dsq_id(kind, llc);
-
-	return scx_bpf_dsq_nr_queued(dsq) && scx_bpf_dsq_move_to_local(dsq, 0);
+	return consume_dsq(dsq_id(kind, llc));
 }
 
 /*
