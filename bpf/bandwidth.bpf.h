@@ -10,10 +10,28 @@
 #ifndef __FAIRQUOTA_BANDWIDTH_BPF_H
 #define __FAIRQUOTA_BANDWIDTH_BPF_H
 
-/* Return true if @p is never limited: kernel threads, exiting tasks, us. */
+#define SIGKILL_BIT (1ULL << (9 /* SIGKILL */ - 1))
+
+/*
+ * Return true if @p has been killed: SIGKILL is pending for it (a fatal
+ * signal to any thread puts it on every thread of the process: the
+ * kernel's fatal_signal_pending()). It dies at its next return to user
+ * space, so letting it run costs its exit's CPU time, no more.
+ */
+static bool task_killed(const struct task_struct *p)
+{
+	return p->pending.signal.sig[0] & SIGKILL_BIT;
+}
+
+/*
+ * Return true if @p is never limited: kernel threads, exiting or killed
+ * tasks (a limit only slowed their exit: the memory they hold is freed
+ * when they have run it), us.
+ */
 static bool is_exempt(const struct task_struct *p)
 {
-	return (p->flags & (PF_KTHREAD | PF_EXITING)) || p->tgid == daemon_tgid;
+	return (p->flags & (PF_KTHREAD | PF_EXITING)) || task_killed(p) ||
+	       p->tgid == daemon_tgid;
 }
 
 /* The per-task limit of @cfg, as its smooth mode enforces it. */
@@ -528,7 +546,8 @@ static void unpark(const struct task_struct *p, struct task_ctx *tctx,
  * without the tasks' rq locks, so it only reads their contexts (a parked
  * task's wait clock already starts at its release time, see park()).
  */
-static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
+static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now,
+		       bool killed)
 {
 	struct task_struct *p;
 	u64 next = 0, cg;
@@ -536,21 +555,29 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
 	bpf_for_each(scx_dsq, p, dsq_id(DSQ_THROTTLED, llc), 0) {
 		struct task_ctx *tctx = try_lookup_task_ctx(p);
 		u32 class = task_class(p, cfg);
+		bool dying = killed && task_killed(p);
 		u64 at = 0, cgid = 0;
 
 		if (tctx)
 			at = READ_ONCE(tctx->release_at_ns);
 		/* A lifted quota releases at once (cgroups: checked below). */
-		if (tctx && !(cfg->quota_ns && class == CLASS_RR) &&
-		    !READ_ONCE(tctx->nr_cg))
+		if ((tctx && !(cfg->quota_ns && class == CLASS_RR) &&
+		     !READ_ONCE(tctx->nr_cg)) || dying)
 			at = 0;
-		/* The queue is ordered by release time. */
+		/*
+		 * The queue is ordered by release time; after a kill
+		 * (@killed) it is walked to the end for the killed tasks.
+		 */
 		if (at > now) {
 			if (!next || at < next)
 				next = at;
-			break;
+			if (!killed)
+				break;
+			continue;
 		}
-		cg = tctx ? cg_scan_who(tctx, now, NULL, &cgid) : 0;
+		if (dying)
+			stat_inc(CNT_KILLED_RELEASE);
+		cg = tctx && !dying ? cg_scan_who(tctx, now, NULL, &cgid) : 0;
 		if (cg) {
 			if (cgid && cg_adopt(BPF_FOR_EACH_ITER, p, cgid, cg))
 				continue;
@@ -576,15 +603,21 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now)
 	return next;
 }
 
-/* release_due() from @llc's timer: a global function, as fq_guard_scan(). */
+/*
+ * release_due() from @llc's timer: a global function, as fq_guard_scan().
+ * After a kill (note_killed()) the whole queue is walked once.
+ */
 __noinline u64 fq_release_due(u32 llc, const struct fq_config *cfg, u64 now)
 {
+	struct llc_ctx *lctx = try_lookup_llc_ctx(llc);
+	bool killed;
 	u64 next;
 
-	if (!cfg)
+	if (!cfg || !lctx)
 		return 0;
+	killed = READ_ONCE(lctx->kill) && __sync_lock_test_and_set(&lctx->kill, 0);
 	bpf_rcu_read_lock();
-	next = release_due(llc, cfg, now);
+	next = release_due(llc, cfg, now, killed);
 	bpf_rcu_read_unlock();
 	return next;
 }
@@ -592,8 +625,9 @@ __noinline u64 fq_release_due(u32 llc, const struct fq_config *cfg, u64 now)
 /*
  * Release parked task @p (context @tctx, may be NULL) from the DSQ @it
  * iterates to its class queue in its LLC. It holds a share of its groups'
- * tokens until it starts running (rel_pending). Its throttled time ends
- * and its wait starts now.
+ * tokens until it starts running (rel_pending), unless it was killed (it
+ * runs exempt, is_exempt()). Its throttled time ends and its wait starts
+ * now.
  */
 static void cg_release(struct bpf_iter_scx_dsq *it, struct task_struct *p,
 		       struct task_ctx *tctx, const struct fq_config *cfg,
@@ -606,8 +640,10 @@ static void cg_release(struct bpf_iter_scx_dsq *it, struct task_struct *p,
 		llc = READ_ONCE(tctx->llc);
 		WRITE_ONCE(tctx->release_at_ns, now);
 		WRITE_ONCE(tctx->enq_at_ns, now);
-		cg_inflight_add(tctx, 1);
-		WRITE_ONCE(tctx->rel_pending, 1);
+		if (!task_killed(p)) {
+			cg_inflight_add(tctx, 1);
+			WRITE_ONCE(tctx->rel_pending, 1);
+		}
 	}
 	if (llc >= nr_llcs)
 		llc = 0;
@@ -644,6 +680,23 @@ static void cg_drop(u64 id)
 }
 
 /*
+ * Let every killed task parked on the DSQ @dsq go, whatever the tokens:
+ * O(tasks parked), once per kill (note_killed()).
+ */
+static void release_killed(u64 dsq, const struct fq_config *cfg, u64 now)
+{
+	struct task_struct *p;
+
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		if (!task_killed(p))
+			continue;
+		stat_inc(CNT_KILLED_RELEASE);
+		cg_release(BPF_FOR_EACH_ITER, p, try_lookup_task_ctx(p), cfg,
+			   now);
+	}
+}
+
+/*
  * Release timer of limited cgroup *@key: release its parked tasks, oldest
  * first, as far as the group's tokens go. Each released task is expected
  * to take a turn, so a group with hundreds of runnable tasks releases a
@@ -651,8 +704,10 @@ static void cg_drop(u64 id)
  * moment only to find the group throttled again: thousands of context
  * switches per period, charged to the group). The others keep their
  * place; the oldest is released anyway once parked PARK_FORCE_MS, so no
- * task nears the watchdog. A limit that was lifted releases everything.
- * A group whose cgroup exited (CG_TIMER_DYING) drops its DSQ once it is
+ * task nears the watchdog. A limit that was lifted releases everything;
+ * after a kill (note_killed()) the killed tasks go first, whatever the
+ * tokens (release_killed(): O(tasks parked), once per kill). A group
+ * whose cgroup exited (CG_TIMER_DYING) drops its DSQ once it is
  * empty and CG_DYING_GRACE_NS have passed. Cost: O(tasks released) per
  * run, whatever the number parked.
  */
@@ -668,6 +723,8 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 		return 0;
 	timer_fired(&st->next_timer_ns, now);
 	want = timer_wanted(&st->want_ns, now);
+	if (READ_ONCE(st->kill) && __sync_lock_test_and_set(&st->kill, 0))
+		release_killed(dsq, cfg, now);
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		struct task_ctx *tctx = try_lookup_task_ctx(p);
 		u64 wait = 0, since, force;
@@ -784,6 +841,64 @@ static void cg_timers_setup(void)
 		__sync_val_compare_and_swap(&st->timer_state, CG_TIMER_QUEUED,
 					    err ? CG_TIMER_NONE :
 						  CG_TIMER_READY);
+	}
+}
+
+/*
+ * @p was just killed (fairquota_signal(): the signal_generate tracepoint,
+ * once per process for a fatal signal, which the kernel turns into SIGKILL
+ * on every thread). Its threads that are parked must not wait for tokens
+ * to die: under cpu.max 1000/1000000 a group of 21 threads took 10-22 s
+ * to empty after cgroup.kill (13-14 s under CFS). Flag the release timers
+ * that may hold them and run them now: those of the limited cgroups on
+ * @p's cgroup path (threads in another cgroup, cgroup v2's threaded mode,
+ * wait as before, at most PARK_FORCE_MS), and, if tasks have their own
+ * quota or a group was found (a group parks on the LLCs until its timer
+ * is ready, or if it has no DSQ), every LLC's. Each timer then walks its
+ * whole queue once for killed tasks (release_killed(), release_due()).
+ * Cost: O(cgroup depth + LLCs) per fatal signal while limits are set,
+ * nothing otherwise.
+ */
+static void note_killed(const struct task_struct *p, u64 now)
+{
+	const struct fq_config *cfg = live_config();
+	struct cgroup *cg, *anc;
+	bool found = false;
+	struct cg_state *st;
+	int level, i;
+	u64 id;
+
+	if (!cfg)
+		return;
+	if (cfg->nr_cgroups || READ_ONCE(kern_nr_cgroups) > 0) {
+		cg = BPF_CORE_READ(p, cgroups, dfl_cgrp);
+		level = BPF_CORE_READ(cg, level);
+		bpf_for(i, 0, MAX_CGROUP_DEPTH) {
+			if (level - i < 1)
+				break;
+			anc = NULL;
+			if (bpf_core_read(&anc, sizeof(anc),
+					  &cg->ancestors[level - i]) || !anc)
+				break;
+			id = BPF_CORE_READ(anc, kn, id);
+			st = bpf_map_lookup_elem(&cgroup_states, &id);
+			if (!st)
+				continue;
+			found = true;
+			WRITE_ONCE(st->kill, 1);
+			if (READ_ONCE(st->timer_state) == CG_TIMER_READY)
+				fq_cg_timer_arm(id, now, false);
+		}
+	}
+	if (!found && !cfg->quota_ns)
+		return;
+	bpf_for(i, 0, nr_llcs) {
+		struct llc_ctx *lctx = try_lookup_llc_ctx(i);
+
+		if (!lctx)
+			break;
+		WRITE_ONCE(lctx->kill, 1);
+		llc_timer_arm(i, now);
 	}
 }
 

@@ -313,6 +313,7 @@ enum counter_idx {
 	CNT_SLICE_CHAIN,	/* of slice_arm: a turn took the timer its kick armed */
 	CNT_SLICE_FOLLOW,	/* a timer whose turn ended early took the untimed one running */
 	CNT_SERVER_PARKED,	/* the ext server found only parked tasks: one ran anyway */
+	CNT_KILLED_RELEASE,	/* a parked task with SIGKILL pending let go (fairquota_signal()) */
 	NR_COUNTERS,
 };
 

@@ -208,7 +208,11 @@
  * slice_min_ns a turn, until it has left the section. On a CPU that RT or
  * deadline work keeps busy, the kernel's ext server asks ops.dispatch()
  * for work and stops for good if it gets none while parked tasks still
- * count there: then a parked task runs anyway (serve_starved()).
+ * count there: then a parked task runs anyway (serve_starved()). A
+ * killed task (SIGKILL pending) is exempt like an exiting one, and the
+ * signal_generate tracepoint (fairquota_signal()) has the timers that may
+ * hold its parked threads let them go at once (note_killed()): a group
+ * killed under a tight limit empties in milliseconds, not seconds.
  *
  * State (state.bpf.h). Task state is in task local storage (no pid keys:
  * exec from any thread and pid reuse cannot mix tasks; no entry limit).
@@ -994,6 +998,20 @@ int BPF_PROG(fairquota_switch, bool preempt, struct task_struct *prev,
 		tail_end(tctx, now);
 	if ((tctx = try_lookup_task_ctx(next)) && tctx->exec_at_ns)
 		tctx->exec_at_ns = now;
+	return 0;
+}
+
+/*
+ * A signal was sent to @task: if it is fatal (SIGKILL now pending, which
+ * the kernel sets on every thread of the process), its parked threads are
+ * let go to die (note_killed()).
+ */
+SEC("tp_btf/signal_generate")
+int BPF_PROG(fairquota_signal, int sig, struct kernel_siginfo *info,
+	     struct task_struct *task, int group, int result)
+{
+	if (task && result == TRACE_SIGNAL_DELIVERED && task_killed(task))
+		note_killed(task, bpf_ktime_get_ns());
 	return 0;
 }
 

@@ -285,6 +285,8 @@ pub struct Metrics {
     pub slice_follow: u64,
     #[stat(desc = "parked tasks run because RT or DL work starved their CPU")]
     pub server_parked: u64,
+    #[stat(desc = "parked tasks let go at once because they were killed (SIGKILL pending)")]
+    pub killed_release: u64,
     #[stat(desc = "limited cgroups (the rows below: the busiest --top-cgroups of them)")]
     pub nr_cgroups: u64,
     #[stat(desc = "busiest tasks of the interval, busiest first")]
@@ -368,6 +370,7 @@ impl Metrics {
             ("slice_chain", &mut self.slice_chain),
             ("slice_follow", &mut self.slice_follow),
             ("server_parked", &mut self.server_parked),
+            ("killed_release", &mut self.killed_release),
         ]
     }
 

@@ -34,7 +34,7 @@ BATCHES = [
     ["sync_wakeup", "fifo_crowd", "exits_convoy", "guard_many", "exec_thread", "fifo_order"],
     ["hotplug", "hotplug_throttled", "stress_smoke", "storm", "storm_limited", "stats_socket", "unit", "trace", "soak"],
     ["cgroups", "cgroup_exact", "cgroup_fifo", "cgroup_lost_timer", "llc_lost_timer",
-     "release_home", "cgroup_gone", "cgroup_gone_lost_start", "cgroup_scale"],
+     "release_home", "cgroup_gone", "cgroup_gone_lost_start", "killed_groups", "cgroup_scale"],
 ]
 SCENARIO_TIMEOUT = 900
 _batch_out = {}
@@ -1345,6 +1345,35 @@ def test_cgroup_gone_lost_start(binary, tmp_path):
          t.get("timer_fail", 0) >= 5),
         ("queues dropped: 2 groups that left, 3 removed (cg_gone)", t.get("cg_gone", 0), ">= 5",
          t.get("cg_gone", 0) >= 5),
+    ])
+
+
+def test_killed_groups_exit_at_once(binary, tmp_path):
+    """Tasks of throttled groups that are killed die at once: a cpu.max
+    1000/1000000 group of 208 hog threads (a 200-thread process and 8
+    others) emptied by cgroup.kill, and a 20-thread hog of a --cgroup
+    1000/1000000 group sent SIGTERM, each hold no thread within 2 s
+    (measured 0.01-0.07 s; before, 10-30 s: every parked thread waited for
+    its group's tokens to run its exit, as under CFS bandwidth control)."""
+    r = run_scenario("killed_groups", tmp_path)
+    kern, cli = r["share"]
+    released = r["totals"].get("killed_release", 0)
+    errors = [x for x in r["dmesg_sched_ext"] if "disabled" in x and "unregistered" not in x]
+    check_all([
+        ("threads started (200-thread, 20-thread hog)", r["threads_started"], "[200, 20]",
+         r["threads_started"] == [200, 20]),
+        ("threads in the groups at the kill", r["threads"], "[208, 20]", r["threads"] == [208, 20]),
+        ("cpu.max 1000/1000000 group, 208 threads", pct(kern, 2), "<= 1% (throttled)", kern <= 0.01),
+        ("--cgroup 1000/1000000 group, 20 threads", pct(cli, 2), "<= 1% (throttled)", cli <= 0.01),
+        ("state during", r["state_during"][0], "enabled", r["state_during"][0] == "enabled"),
+        ("cgroup.kill: seconds to no thread", r["kill_s"], "<= 2 (was 10-30)",
+         r["kill_s"] is not None and r["kill_s"] <= 2),
+        ("SIGTERM: seconds to no thread", r["term_s"], "<= 2", r["term_s"] is not None and r["term_s"] <= 2),
+        ("parked tasks let go as killed (killed_release)", released, ">= 100", released >= 100),
+        ("state after, at the end", f"{r['state_after'][0]}, {r['state_end'][0]}", "enabled",
+         r["state_after"][0] == r["state_end"][0] == "enabled"),
+        ("kernel: no sched_ext error", errors, "[]", not errors),
+        ("exit status", r["rc"], "0", r["rc"] == 0),
     ])
 
 

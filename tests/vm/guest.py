@@ -1702,6 +1702,18 @@ def scenario_cgroups(out):
     return res
 
 
+def stopped(res, d):
+    """`res` with the scheduler's state at the end, then daemon `d` stopped:
+    its exit status, output, final counters and the kernel's sched_ext log."""
+    res["state_end"] = sched_state()
+    res["rc"] = d.stop()
+    res["stdout"] = d.stdout()
+    res["stderr"] = d.stderr()
+    res["totals"] = final_totals(res["stdout"])
+    res["dmesg_sched_ext"] = sched_ext_log(10)
+    return res
+
+
 def cgroup_gone(out, name, extra, emptied=0):
     """The cpu controller turned off above a group limited by its own
     cpu.max while its tasks are parked on its queue: the group leaves the
@@ -1744,13 +1756,7 @@ def cgroup_gone(out, name, extra, emptied=0):
         for rel in gone:
             os.rmdir(os.path.join(CG, rel))
         time.sleep(3)
-    res["state_end"] = sched_state()
-    res["rc"] = d.stop()
-    res["stdout"] = d.stdout()
-    res["stderr"] = d.stderr()
-    res["totals"] = final_totals(res["stdout"])
-    res["dmesg_sched_ext"] = sched_ext_log(10)
-    return res
+    return stopped(res, d)
 
 
 def scenario_cgroup_gone(out):
@@ -1764,6 +1770,76 @@ def scenario_cgroup_gone_lost_start(out):
     the sweep must start those timers, for the parked tasks and for the
     3 removed groups with nothing parked, whose queues are then dropped."""
     return cgroup_gone(out, "cgroup-gone-lost-start", ["--test-lose-cg-timers"], emptied=3)
+
+
+def group_threads(rel):
+    """The number of threads in cgroup `rel` (its own, not its children's)."""
+    return len(read(os.path.join(CG, rel, "cgroup.threads"), "").split())
+
+
+def wait_threads(pid, n, secs=30):
+    """Wait until process `pid` has `n` threads; return how many it has."""
+    deadline = time.monotonic() + secs
+    while time.monotonic() < deadline:
+        have = len(os.listdir(f"/proc/{pid}/task"))
+        if have >= n:
+            return have
+        time.sleep(0.05)
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def until_empty(rel, secs=40):
+    """Seconds until cgroup `rel` holds no thread (None: not in `secs`)."""
+    t0 = time.monotonic()
+    while group_threads(rel):
+        if time.monotonic() - t0 > secs:
+            return None
+        time.sleep(0.01)
+    return round(time.monotonic() - t0, 3)
+
+
+def scenario_killed_groups(out):
+    """Throttled groups killed: their tasks die at once, not after the
+    quota lets each run its exit. Group fqk_kern, limited by its own
+    cpu.max 1000/1000000 (0.1% of a CPU), holds a 200-thread hog and 8
+    single-thread hogs; fqk_cli, limited by --cgroup fqk_cli=1000/1000000,
+    a 20-thread hog. All are started unlimited (so every thread exists),
+    moved in, throttled for 4 s, then fqk_kern is emptied by cgroup.kill
+    and the 20-thread hog gets SIGTERM (fatal: the kernel puts SIGKILL on
+    each of its threads). Each group's time to hold no thread is measured
+    from the kernel's own cgroup.threads. Before note_killed() this took
+    10-30 s (each parked thread waited for tokens, or PARK_FORCE_MS), as
+    under CFS bandwidth control (13-30 s, bench/kill-limited-report.md)."""
+    res = {}
+    enable_cpu_controller()
+    make_cgroup("fqk_kern")
+    make_cgroup("fqk_cli")
+    d = Daemon(out, "killed-groups", ["--cgroup", "fqk_cli=1000/1000000"])
+    big = subprocess.Popen([SPIN, "200"])
+    singles = [subprocess.Popen([SPIN, "1"]) for _ in range(8)]
+    term = subprocess.Popen([SPIN, "20"])
+    res["threads_started"] = [wait_threads(big.pid, 200), wait_threads(term.pid, 20)]
+    for p in [big] + singles:
+        move_to_cgroup(p.pid, "fqk_kern")
+    move_to_cgroup(term.pid, "fqk_cli")
+    write_cg("fqk_kern", "cpu.max", "1000 1000000")
+    time.sleep(2)
+    res["share"] = group_share([[big.pid] + [p.pid for p in singles], [term.pid]], 2)
+    res["threads"] = [group_threads("fqk_kern"), group_threads("fqk_cli")]
+    res["state_during"] = sched_state()
+    write_cg("fqk_kern", "cgroup.kill", "1")
+    res["kill_s"] = until_empty("fqk_kern")
+    term.send_signal(signal.SIGTERM)
+    res["term_s"] = until_empty("fqk_cli")
+    res["state_after"] = sched_state()
+    for p in [big, term] + singles:
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    time.sleep(1)
+    return stopped(res, d)
 
 
 def enable_cpu_controller():
@@ -2570,6 +2646,7 @@ SCENARIOS = {
     "cgroup_scale": scenario_cgroup_scale,
     "cgroup_gone": scenario_cgroup_gone,
     "cgroup_gone_lost_start": scenario_cgroup_gone_lost_start,
+    "killed_groups": scenario_killed_groups,
     "cgroup_fifo": scenario_cgroup_fifo,
     "cgroup_lost_timer": scenario_cgroup_lost_timer,
     "llc_lost_timer": scenario_llc_lost_timer,
