@@ -23,7 +23,8 @@ import time
 
 CG = "/sys/fs/cgroup"
 REL = "fq_killbench"
-SPIN = "target/spin"
+# The repository is the working directory of `run`; the workloads run in /tmp.
+SPIN = os.path.abspath("target/spin")
 # name: (shell command, what it is)
 WORKLOADS = {
     "spin20": (f"exec {SPIN} 20", "one process of 20 spinning threads"),
@@ -52,6 +53,8 @@ def one(cmd, limit):
     write(f"{CG}/{REL}/cpu.max", limit)
     time.sleep(3)
     n = threads()
+    if n < 2:
+        sys.exit(f"the workload did not start: {n} thread(s) in {REL} ({cmd})")
     t0 = time.monotonic()
     write(f"{CG}/{REL}/cgroup.kill", "1")
     while threads() and time.monotonic() - t0 < LIMIT_WAIT:
