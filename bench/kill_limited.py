@@ -8,7 +8,7 @@ enforces the same cpu.max), for each workload REPS times: start it in an
 unlimited cgroup, set its cpu.max to LIMIT ("1000 1000000": 0.1% of a
 CPU), let it be throttled for 3 s, write cgroup.kill and time how long
 until the kernel's cgroup.threads is empty (at most 40 s). This driver is
-a SCHED_FIFO task (chrt), above both schedulers. Writes OUT/kill.json.
+a SCHED_FIFO task (chrt), above both schedulers; what it starts is not. Writes OUT/kill.json.
 
 `report JSON COMMAND` (on the host): the markdown report.
 """
@@ -47,7 +47,8 @@ def threads():
 
 def one(cmd, limit):
     write(f"{CG}/{REL}/cpu.max", "max 100000")
-    p = subprocess.Popen(["sh", "-c", f"echo $$ > {CG}/{REL}/cgroup.procs; {cmd}"], cwd="/tmp",
+    # chrt -o 0: not this driver's SCHED_FIFO, which children inherit.
+    p = subprocess.Popen(["chrt", "-o", "0", "sh", "-c", f"echo $$ > {CG}/{REL}/cgroup.procs; {cmd}"], cwd="/tmp",
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(2)
     write(f"{CG}/{REL}/cpu.max", limit)
@@ -79,7 +80,7 @@ def run(out, binary, limit, reps):
         d = None
         if sched != "default":
             log = open(os.path.join(out, "daemon.log"), "w")
-            d = subprocess.Popen([binary], stdout=log, stderr=subprocess.STDOUT)
+            d = subprocess.Popen(["chrt", "-o", "0", binary], stdout=log, stderr=subprocess.STDOUT)
             deadline = time.monotonic() + 60
             while sched_state() != "enabled" and time.monotonic() < deadline:
                 time.sleep(0.2)
