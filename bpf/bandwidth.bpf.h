@@ -11,16 +11,43 @@
 #define __FAIRQUOTA_BANDWIDTH_BPF_H
 
 #define SIGKILL_BIT (1ULL << (9 /* SIGKILL */ - 1))
+#define SIGNAL_GROUP_EXIT_FLAG 0x00000004	/* include/linux/sched/signal.h */
+/*
+ * A kill has the timers walk their queues twice, KILL_RECHECK_NS apart: a
+ * thread being parked as the signal came may land on its queue after the
+ * first walk (it looked at its signals before they were set).
+ */
+#define KILL_WALKS	2
+#define KILL_RECHECK_NS	(10ULL * 1000000)
+
+/*
+ * Take one of the walks a kill asked of a timer (*@kill, see note_killed()):
+ * return when to walk again (0: no more), or 1 if no walk is asked.
+ */
+static u64 kill_walk(u32 *kill, u64 now)
+{
+	u32 k = READ_ONCE(*kill);
+
+	if (!k || __sync_val_compare_and_swap(kill, k, k - 1) != k)
+		return 1;
+	return k > 1 ? now + KILL_RECHECK_NS : 0;
+}
 
 /*
  * Return true if @p has been killed: SIGKILL is pending for it (a fatal
  * signal to any thread puts it on every thread of the process: the
- * kernel's fatal_signal_pending()). It dies at its next return to user
- * space, so letting it run costs its exit's CPU time, no more.
+ * kernel's fatal_signal_pending()), or its process is exiting as a group
+ * (SIGNAL_GROUP_EXIT: set with that SIGKILL, and by exit_group(); it
+ * stays after the task takes the signal, until its do_exit() sets
+ * PF_EXITING: a tick in between once parked a killed shell for a whole
+ * period). It dies before it returns to user space, so letting it run
+ * costs its exit's CPU time, no more (a thread writing a core dump runs
+ * unlimited too: the kernel sets the flag as it zaps the others).
  */
 static bool task_killed(const struct task_struct *p)
 {
-	return p->pending.signal.sig[0] & SIGKILL_BIT;
+	return (p->pending.signal.sig[0] & SIGKILL_BIT) ||
+	       (p->signal->flags & SIGNAL_GROUP_EXIT_FLAG);
 }
 
 /*
@@ -610,15 +637,16 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now,
 __noinline u64 fq_release_due(u32 llc, const struct fq_config *cfg, u64 now)
 {
 	struct llc_ctx *lctx = try_lookup_llc_ctx(llc);
-	bool killed;
-	u64 next;
+	u64 next, again;
 
 	if (!cfg || !lctx)
 		return 0;
-	killed = READ_ONCE(lctx->kill) && __sync_lock_test_and_set(&lctx->kill, 0);
+	again = kill_walk(&lctx->kill, now);
 	bpf_rcu_read_lock();
-	next = release_due(llc, cfg, now, killed);
+	next = release_due(llc, cfg, now, again != 1);
 	bpf_rcu_read_unlock();
+	if (again > 1 && (!next || again < next))
+		next = again;
 	return next;
 }
 
@@ -714,7 +742,7 @@ static void release_killed(u64 dsq, const struct fq_config *cfg, u64 now)
 static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 {
 	u64 id = *key, now = bpf_ktime_get_ns(), dsq = cg_dsq_id(id), next = 0;
-	u64 want;
+	u64 want, again;
 	bool limited = cg_limit_of(id);
 	struct task_struct *p;
 	const struct fq_config *cfg;
@@ -723,7 +751,8 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 		return 0;
 	timer_fired(&st->next_timer_ns, now);
 	want = timer_wanted(&st->want_ns, now);
-	if (READ_ONCE(st->kill) && __sync_lock_test_and_set(&st->kill, 0))
+	again = kill_walk(&st->kill, now);
+	if (again != 1)
 		release_killed(dsq, cfg, now);
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		struct task_ctx *tctx = try_lookup_task_ctx(p);
@@ -753,6 +782,8 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 		next = now + SCAN_MIN_NS;
 	if (want && (!next || want < next))
 		next = want;
+	if (again > 1 && (!next || again < next))
+		next = again;
 	if (!next && READ_ONCE(st->timer_state) == CG_TIMER_DYING) {
 		if (now >= st->dying_ns + CG_DYING_GRACE_NS) {
 			cg_drop(id);
@@ -854,10 +885,12 @@ static void cg_timers_setup(void)
  * @p's cgroup path (threads in another cgroup, cgroup v2's threaded mode,
  * wait as before, at most PARK_FORCE_MS), and, if tasks have their own
  * quota or a group was found (a group parks on the LLCs until its timer
- * is ready, or if it has no DSQ), every LLC's. Each timer then walks its
- * whole queue once for killed tasks (release_killed(), release_due()).
- * Cost: O(cgroup depth + LLCs) per fatal signal while limits are set,
- * nothing otherwise.
+ * is ready, or if it has no DSQ), every LLC's with tasks parked: each
+ * then walks its whole queue for killed tasks (release_killed(),
+ * release_due()), KILL_WALKS times. Cost: O(cgroup depth + LLCs) reads
+ * per fatal signal while limits are set, nothing otherwise; an LLC's timer
+ * is moved only if its queue holds parked tasks (it then runs on this
+ * CPU, and goes home at a tick of its LLC, fq_llc_timer_keep()).
  */
 static void note_killed(const struct task_struct *p, u64 now)
 {
@@ -885,9 +918,10 @@ static void note_killed(const struct task_struct *p, u64 now)
 			if (!st)
 				continue;
 			found = true;
-			WRITE_ONCE(st->kill, 1);
-			if (READ_ONCE(st->timer_state) == CG_TIMER_READY)
-				fq_cg_timer_arm(id, now, false);
+			if (READ_ONCE(st->timer_state) != CG_TIMER_READY)
+				continue;
+			WRITE_ONCE(st->kill, KILL_WALKS);
+			fq_cg_timer_arm(id, now, false);
 		}
 	}
 	if (!found && !cfg->quota_ns)
@@ -897,7 +931,9 @@ static void note_killed(const struct task_struct *p, u64 now)
 
 		if (!lctx)
 			break;
-		WRITE_ONCE(lctx->kill, 1);
+		if (scx_bpf_dsq_nr_queued(dsq_id(DSQ_THROTTLED, i)) <= 0)
+			continue;
+		WRITE_ONCE(lctx->kill, KILL_WALKS);
 		llc_timer_arm(i, now);
 	}
 }

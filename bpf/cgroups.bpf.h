@@ -136,8 +136,8 @@ struct cg_state {
 	u64 want_ns;		/* earliest release of a task being parked
 				 * (timer_want()) */
 	u64 charge_seq;		/* bumped by each commit of u.bw (under lock) */
-	u32 kill;		/* a task of the group was killed: its timer
-				 * lets killed tasks go (release_killed()) */
+	u32 kill;		/* walks for killed tasks its timer owes
+				 * (note_killed(), release_killed()) */
 	u32 __pad_kill;
 };
 

@@ -264,8 +264,8 @@ struct llc_ctx {
 				 * since about then, 0 = none (kwait_note()) */
 	u64 dhead_at_ns;	/* dsleep_head(): its window's start */
 	u32 dhead_n;		/* dsleep_head(): placements in that window */
-	u32 kill;		/* a limited task was killed: the timer lets
-				 * killed tasks go (release_due()) */
+	u32 kill;		/* walks for killed tasks its timer owes
+				 * (note_killed(), release_due()) */
 	u8 ctx_gap[CTX_GAP_BYTES];	/* never used (struct cpu_ctx) */
 };
 
