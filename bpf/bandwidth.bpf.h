@@ -632,7 +632,7 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now,
 
 /*
  * release_due() from @llc's timer: a global function, as fq_guard_scan().
- * After a kill (note_killed()) the whole queue is walked once.
+ * After a kill (note_killed()) the whole queue is walked, KILL_WALKS times.
  */
 __noinline u64 fq_release_due(u32 llc, const struct fq_config *cfg, u64 now)
 {
