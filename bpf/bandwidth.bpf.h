@@ -895,7 +895,7 @@ static void cg_timers_setup(void)
 static void note_killed(const struct task_struct *p, u64 now)
 {
 	const struct fq_config *cfg = live_config();
-	struct cgroup *cg, *anc;
+	struct cgroup *cg;
 	bool found = false;
 	struct cg_state *st;
 	int level, i;
@@ -907,13 +907,8 @@ static void note_killed(const struct task_struct *p, u64 now)
 		cg = BPF_CORE_READ(p, cgroups, dfl_cgrp);
 		level = BPF_CORE_READ(cg, level);
 		bpf_for(i, 0, MAX_CGROUP_DEPTH) {
-			if (level - i < 1)
+			if (!(id = cg_ancestor_id(cg, level - i)))
 				break;
-			anc = NULL;
-			if (bpf_core_read(&anc, sizeof(anc),
-					  &cg->ancestors[level - i]) || !anc)
-				break;
-			id = BPF_CORE_READ(anc, kn, id);
 			st = bpf_map_lookup_elem(&cgroup_states, &id);
 			if (!st)
 				continue;

@@ -206,6 +206,17 @@ static struct cg_state *cg_state_of(u64 id)
 	return bpf_map_lookup_elem(&cgroup_states, &id);
 }
 
+/* Id of @cg's ancestor at @level (@cg itself at its own level), 0 if none. */
+static u64 cg_ancestor_id(struct cgroup *cg, int level)
+{
+	struct cgroup *anc = NULL;
+
+	if (level < 1 || bpf_core_read(&anc, sizeof(anc), &cg->ancestors[level]) ||
+	    !anc)
+		return 0;
+	return BPF_CORE_READ(anc, kn, id);
+}
+
 /*
  * Find the limited cgroups on @p's path, innermost first, and cache their
  * ids in @tctx for configuration generation @gen.
@@ -213,7 +224,7 @@ static struct cg_state *cg_state_of(u64 id)
 static void cg_resolve(const struct task_struct *p, struct task_ctx *tctx,
 		       u64 gen, u64 leaf)
 {
-	struct cgroup *cg = BPF_CORE_READ(p, cgroups, dfl_cgrp), *anc;
+	struct cgroup *cg = BPF_CORE_READ(p, cgroups, dfl_cgrp);
 	int level = BPF_CORE_READ(cg, level), i;
 	u32 n = 0;
 	u64 id;
@@ -221,13 +232,8 @@ static void cg_resolve(const struct task_struct *p, struct task_ctx *tctx,
 	tctx->cg_leaf = leaf;
 	tctx->cg_gen = gen;
 	bpf_for(i, 0, MAX_CGROUP_DEPTH) {
-		if (level - i < 1 || n >= MAX_TASK_CGROUPS)
+		if (n >= MAX_TASK_CGROUPS || !(id = cg_ancestor_id(cg, level - i)))
 			break;
-		anc = NULL;
-		if (bpf_core_read(&anc, sizeof(anc), &cg->ancestors[level - i]) ||
-		    !anc)
-			break;
-		id = BPF_CORE_READ(anc, kn, id);
 		if (!cg_limit_of(id))
 			continue;
 		if (!cg_state_of(id)) {
