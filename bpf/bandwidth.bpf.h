@@ -576,8 +576,8 @@ static void unpark(const struct task_struct *p, struct task_ctx *tctx,
 static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now,
 		       bool killed)
 {
+	u64 next = 0, cg, gen = cfg->cg_gen + READ_ONCE(kern_cg_gen);
 	struct task_struct *p;
-	u64 next = 0, cg;
 
 	bpf_for_each(scx_dsq, p, dsq_id(DSQ_THROTTLED, llc), 0) {
 		struct task_ctx *tctx = try_lookup_task_ctx(p);
@@ -587,9 +587,15 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now,
 
 		if (tctx)
 			at = READ_ONCE(tctx->release_at_ns);
-		/* A lifted quota releases at once (cgroups: checked below). */
+		/*
+		 * A lifted quota releases at once, and so does a change of
+		 * the cgroup limits since the task was parked (its groups'
+		 * throttles are checked below, by their limits now), unless
+		 * its own quota holds it.
+		 */
 		if ((tctx && !(cfg->quota_ns && class == CLASS_RR) &&
-		     !READ_ONCE(tctx->nr_cg)) || dying)
+		     (!READ_ONCE(tctx->nr_cg) ||
+		      READ_ONCE(tctx->cg_gen) != gen)) || dying)
 			at = 0;
 		/*
 		 * The queue is ordered by release time; after a kill
@@ -799,8 +805,15 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
 	return 0;
 }
 
+/* What cg_sweep_one() is asked: the time, and whether to wake every group. */
+struct cg_sweep_ctx {
+	u64 now;
+	u64 max_stall_ns;	/* smooth mode's, for fq_cg_wake() */
+	bool all;	/* a limit changed: every group with parked tasks */
+};
+
 /*
- * Re-arm limited cgroup @st's release timer if tasks are parked on its DSQ
+ * Re-arm limited cgroup @id's release timer if tasks are parked on its DSQ
  * (or, once its cgroup exited, its DSQ is still there) but its deadline is
  * gone or long past: the timer was lost, or its start failed. A backstop:
  * a parker stopped between its look at the deadline and its task landing
@@ -809,26 +822,53 @@ static int cg_timerfn(void *map, u64 *key, struct cg_state *st)
  * callback that found the DSQ empty stop the timer; timer_want() now
  * brings that callback back, and timer_arm() restarts a timer at every
  * callback run.
+ *
+ * With @all, the group's limit changed (cg_limits_changed(),
+ * cg_limit_set()): forget what the old limit set, its release time and
+ * the end of its period (before which a look at the bucket does not
+ * refill it), bring the bucket up to @now by the limit in force (none:
+ * not throttled; @max_stall_ns: smooth mode's), so every look at the group
+ * from here on, a release timer's or a parked task's, sees the new one,
+ * and run its timer now if tasks are parked, whatever its deadline. A
+ * global function: checked once per program, not at each caller.
  */
-static long cg_sweep_one(struct bpf_map *map, u64 *key, struct cg_state *st,
-			 u64 *now)
+__noinline int fq_cg_wake(u64 id, u64 now, u64 max_stall_ns, int all)
 {
-	u32 state = READ_ONCE(st->timer_state);
-	u64 next = READ_ONCE(st->next_timer_ns);
+	struct cg_state *st = bpf_map_lookup_elem(&cgroup_states, &id);
+	u32 state;
+	u64 next;
 	s32 queued;
 
+	if (!st)
+		return 0;
+	if (all) {
+		bpf_spin_lock(&st->lock);
+		st->fast_until_ns = 0;
+		st->u.throttled_until_ns = 0;
+		bpf_spin_unlock(&st->lock);
+		fq_cg_charge_one(id, max_stall_ns, now, 0, 0);
+	}
+	state = READ_ONCE(st->timer_state);
+	next = READ_ONCE(st->next_timer_ns);
 	if ((state != CG_TIMER_READY && state != CG_TIMER_DYING) ||
-	    (next && next + SWEEP_LATE_NS > *now))
+	    (!all && next && next + SWEEP_LATE_NS > now))
 		return 0;
 	/*
 	 * A group whose cgroup exited needs its timer with nothing parked
 	 * too: the timer drops its DSQ (gone once dropped: queued < 0).
 	 */
-	queued = scx_bpf_dsq_nr_queued(cg_dsq_id(*key));
+	queued = scx_bpf_dsq_nr_queued(cg_dsq_id(id));
 	if (queued < 0 || (!queued && state != CG_TIMER_DYING))
 		return 0;
-	if (fq_cg_timer_arm(*key, *now, false))
+	if (fq_cg_timer_arm(id, now, false) && !all)
 		stat_inc(CNT_CG_RESCUE);
+	return 0;
+}
+
+static long cg_sweep_one(struct bpf_map *map, u64 *key, struct cg_state *st,
+			 struct cg_sweep_ctx *c)
+{
+	fq_cg_wake(*key, c->now, c->max_stall_ns, c->all);
 	return 0;
 }
 
@@ -841,8 +881,46 @@ static u64 cg_sweep_at_ns;
  */
 static void cg_sweep(u64 now)
 {
+	struct cg_sweep_ctx c = { .now = now };
+
 	if (once_per(&cg_sweep_at_ns, now, CG_SWEEP_NS))
-		bpf_for_each_map_elem(&cgroup_states, cg_sweep_one, &now, 0);
+		bpf_for_each_map_elem(&cgroup_states, cg_sweep_one, &c, 0);
+}
+
+/* The fq_config.cg_gen the release timers were last woken for. */
+static u64 cg_gen_seen;
+
+/*
+ * From the LLC timers: the command line's cgroup limits changed (`set
+ * --cgroup`, which bumps fq_config.cg_gen): run the release timer of every
+ * group with parked tasks now, so a limit lifted or loosened lets them go
+ * at once, not at the release time the old limit gave them (up to a
+ * period: 0.5-1 s at 1000/1000000). A cpu.max write wakes its own group
+ * (fairquota_cgroup_set_bandwidth()). O(limited cgroups) per change.
+ */
+static void cg_limits_changed(const struct fq_config *cfg, u64 now)
+{
+	struct cg_sweep_ctx c = {
+		.now = now, .max_stall_ns = cfg->max_stall_ns, .all = true,
+	};
+	u64 seen = READ_ONCE(cg_gen_seen), gen = cfg->cg_gen;
+
+	if (gen == seen ||
+	    __sync_val_compare_and_swap(&cg_gen_seen, seen, gen) != seen)
+		return;
+	bpf_for_each_map_elem(&cgroup_states, cg_sweep_one, &c, 0);
+}
+
+/*
+ * The kernel's cpu.max of cgroup @id changed: run its release timer now if
+ * tasks are parked on its queue (those its limit throttles), as above.
+ */
+static void cg_limit_set(u64 id, u64 now)
+{
+	const struct fq_config *cfg = live_config();
+
+	if (cfg)
+		fq_cg_wake(id, now, cfg->max_stall_ns, true);
 }
 
 /*

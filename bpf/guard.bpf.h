@@ -286,9 +286,12 @@ static bool llc_quiet(u32 llc)
  * task waits here, and home to a CPU of the LLC if it ran elsewhere. The
  * timer runs pinned to the CPU that last armed it; ops.init() starts every
  * LLC's timer on the loading CPU, and left there, the housekeeping of all
- * LLCs of a many-LLC host would pile onto that one CPU. Two reads of
- * per-LLC words on most ticks; the queue lengths only while the timer is
- * slow.
+ * LLCs of a many-LLC host would pile onto that one CPU. And run it now
+ * if the command line's cgroup limits changed since the timers last
+ * looked (cg_limits_changed()): with every task of a group parked its
+ * LLC is quiet, and a `set` that lifts the limit waited up to a second
+ * (SCAN_QUIET_NS). Two reads of per-LLC words and one of a global on
+ * most ticks; the queue lengths only while the timer is slow.
  */
 __noinline int fq_llc_timer_keep(u32 llc, const struct fq_config *cfg,
 				 u64 now)
@@ -298,6 +301,10 @@ __noinline int fq_llc_timer_keep(u32 llc, const struct fq_config *cfg,
 
 	if (!lctx || !cfg)
 		return 0;
+	if (cfg->cg_gen != READ_ONCE(cg_gen_seen)) {
+		llc_timer_arm(llc, now);
+		return 0;
+	}
 	when = now + scan_interval(cfg);
 	next = READ_ONCE(lctx->next_timer_ns);
 	if (!READ_ONCE(lctx->timer_home) && next > now &&

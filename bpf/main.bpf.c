@@ -252,7 +252,10 @@
  * limited cgroup costs a hash entry, a timer and a DSQ; its timer runs
  * when the group has parked tasks, at its releases. Once a second one
  * LLC timer looks at every limited cgroup for a lost release timer
- * (cg_sweep(): O(limited cgroups) a second), and every 100 ms one CPU
+ * (cg_sweep(): O(limited cgroups) a second), and once per `set --cgroup`
+ * at every group with parked tasks, whose timer it runs at once
+ * (cg_limits_changed(); a cpu.max write runs its own group's:
+ * cg_limit_set(), O(1)), and every 100 ms one CPU
  * looks at every LLC's timer (fq_llc_sweep(): O(LLCs); the other calls
  * read one global word). Stats:
  * one task-iterator pass per interval (stats.bpf.h).
@@ -400,6 +403,7 @@ static int llc_timerfn(void *map, int *key, struct bpf_timer *timer)
 	fq_llc_sweep(now);
 	WRITE_ONCE(lctx->timer_home,
 		   llc_of(bpf_get_smp_processor_id()) == llc);
+	cg_limits_changed(cfg, now);
 	rel = fq_release_due(llc, cfg, now);
 	cg_timers_setup();
 	cg_sweep(now);
@@ -1098,10 +1102,16 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(fairquota_cgroup_init, struct cgroup *cgrp,
 	return 0;
 }
 
+/*
+ * A write to @cgrp's cpu.max (or cpu.max.burst): its parked tasks are
+ * looked at again now, so a limit lifted or loosened (`docker update`,
+ * `systemctl set-property`) lets them go at once (cg_limit_set()).
+ */
 void BPF_STRUCT_OPS(fairquota_cgroup_set_bandwidth, struct cgroup *cgrp,
 		    u64 period_us, u64 quota_us, u64 burst_us)
 {
 	cg_kernel_set(cgrp, period_us, quota_us, burst_us);
+	cg_limit_set(BPF_CORE_READ(cgrp, kn, id), bpf_ktime_get_ns());
 }
 
 /*

@@ -34,7 +34,8 @@ BATCHES = [
     ["sync_wakeup", "fifo_crowd", "exits_convoy", "guard_many", "exec_thread", "fifo_order"],
     ["hotplug", "hotplug_throttled", "stress_smoke", "storm", "storm_limited", "stats_socket", "unit", "trace", "soak"],
     ["cgroups", "cgroup_exact", "cgroup_fifo", "cgroup_lost_timer", "llc_lost_timer",
-     "release_home", "cgroup_gone", "cgroup_gone_lost_start", "killed_groups", "cgroup_scale"],
+     "release_home", "cgroup_gone", "cgroup_gone_lost_start", "killed_groups", "limits_lifted",
+     "cgroup_scale"],
 ]
 SCENARIO_TIMEOUT = 900
 _batch_out = {}
@@ -1370,6 +1371,41 @@ def test_killed_groups_exit_at_once(binary, tmp_path):
          r["kill_s"] is not None and r["kill_s"] <= 2),
         ("SIGTERM: seconds to no thread", r["term_s"], "<= 2", r["term_s"] is not None and r["term_s"] <= 2),
         ("parked tasks let go as killed (killed_release)", released, ">= 100", released >= 100),
+        ("state after, at the end", f"{r['state_after'][0]}, {r['state_end'][0]}", "enabled",
+         r["state_after"][0] == r["state_end"][0] == "enabled"),
+        ("kernel: no sched_ext error", errors, "[]", not errors),
+        ("exit status", r["rc"], "0", r["rc"] == 0),
+    ])
+
+
+def test_limit_lifted_releases_at_once(binary, tmp_path):
+    """A limit lifted or loosened while its tasks are parked lets them go at
+    once: 20-thread hogs throttled at 1000/1000000 for 3 s, then the group's
+    cpu.max set to max, another's to 500000 1000000, and a --cgroup limit
+    lifted by `set`: a thread runs within 0.1 s of the change (of the `set`
+    command's end for the last) and all 20 within the second after it, in
+    their fair order (the last when the others have caught up with the CPU
+    time it had before); before, they waited for the group's next release
+    under the old limit (none ran within that second)."""
+    r = run_scenario("limits_lifted", tmp_path)
+    errors = [x for x in r["dmesg_sched_ext"] if "disabled" in x and "unregistered" not in x]
+    checks = []
+    for lift, least in zip(r["lifts"], (1.2, 0.3, 1.2)):
+        bound = 0.1 + (lift["act_s"] if lift["how"].startswith("set") else 0)
+        first = lift["first_min_s"]
+        checks += [
+            (f"{lift['how']}: threads that ran within 1 s", f"{lift['ran']} of {lift['threads']}",
+             "20 of 20", lift["ran"] == lift["threads"] == 20),
+            (f"{lift['how']}: first run after the change (s)", first,
+             f"<= {bound:.2f} (the change took {lift['act_s']} s)",
+             first is not None and first <= bound),
+            (f"{lift['how']}: last thread's first run (s)", lift["first_max_s"], "(printed)", True),
+            (f"{lift['how']}: CPUs used over the next second", lift["share"], f">= {least}",
+             lift["share"] >= least),
+        ]
+    check_all(checks + [
+        ("`set --cgroup fql_cli=max` exit status", r["lifts"][2]["set_rc"], "0",
+         r["lifts"][2]["set_rc"] == 0),
         ("state after, at the end", f"{r['state_after'][0]}, {r['state_end'][0]}", "enabled",
          r["state_after"][0] == r["state_end"][0] == "enabled"),
         ("kernel: no sched_ext error", errors, "[]", not errors),
