@@ -574,37 +574,35 @@ static void unpark(const struct task_struct *p, struct task_ctx *tctx,
  * task's wait clock already starts at its release time, see park()).
  */
 static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now,
-		       bool killed)
+		       bool full)
 {
-	u64 next = 0, cg, gen = cfg->cg_gen + READ_ONCE(kern_cg_gen);
 	struct task_struct *p;
+	u64 next = 0, cg;
 
 	bpf_for_each(scx_dsq, p, dsq_id(DSQ_THROTTLED, llc), 0) {
 		struct task_ctx *tctx = try_lookup_task_ctx(p);
 		u32 class = task_class(p, cfg);
-		bool dying = killed && task_killed(p);
+		bool dying = full && task_killed(p);
 		u64 at = 0, cgid = 0;
 
 		if (tctx)
 			at = READ_ONCE(tctx->release_at_ns);
 		/*
-		 * A lifted quota releases at once, and so does a change of
-		 * the cgroup limits since the task was parked (its groups'
-		 * throttles are checked below, by their limits now), unless
-		 * its own quota holds it.
+		 * A lifted quota releases at once, and in a full walk (@full)
+		 * so does a task its own quota does not hold: its groups'
+		 * throttles are checked below, by their limits now.
 		 */
 		if ((tctx && !(cfg->quota_ns && class == CLASS_RR) &&
-		     (!READ_ONCE(tctx->nr_cg) ||
-		      READ_ONCE(tctx->cg_gen) != gen)) || dying)
+		     (!READ_ONCE(tctx->nr_cg) || full)) || dying)
 			at = 0;
 		/*
-		 * The queue is ordered by release time; after a kill
-		 * (@killed) it is walked to the end for the killed tasks.
+		 * The queue is ordered by release time; a full walk (after
+		 * a kill or a change of the cgroup limits) goes to the end.
 		 */
 		if (at > now) {
 			if (!next || at < next)
 				next = at;
-			if (!killed)
+			if (!full)
 				break;
 			continue;
 		}
@@ -638,18 +636,28 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now,
 
 /*
  * release_due() from @llc's timer: a global function, as fq_guard_scan().
- * After a kill (note_killed()) the whole queue is walked, KILL_WALKS times.
+ * After a kill (note_killed()) the whole queue is walked, KILL_WALKS times,
+ * and once after each change of the cgroup limits (a `set --cgroup` or a
+ * cpu.max write: their generation moved since this LLC's last walk), so a
+ * limit lifted lets go at once the tasks parked here: O(tasks parked here)
+ * per change. A full walk looks again at every task its own quota does
+ * not hold, killed or not (its groups' throttles, by their limits now).
  */
 __noinline u64 fq_release_due(u32 llc, const struct fq_config *cfg, u64 now)
 {
 	struct llc_ctx *lctx = try_lookup_llc_ctx(llc);
-	u64 next, again;
+	u64 next, again, gen, seen;
+	bool limits;
 
 	if (!cfg || !lctx)
 		return 0;
 	again = kill_walk(&lctx->kill, now);
+	gen = cfg->cg_gen + READ_ONCE(kern_cg_gen);
+	seen = READ_ONCE(lctx->limits_gen);
+	limits = gen != seen &&
+		 __sync_val_compare_and_swap(&lctx->limits_gen, seen, gen) == seen;
 	bpf_rcu_read_lock();
-	next = release_due(llc, cfg, now, again != 1);
+	next = release_due(llc, cfg, now, again != 1 || limits);
 	bpf_rcu_read_unlock();
 	if (again > 1 && (!next || again < next))
 		next = again;

@@ -266,6 +266,9 @@ struct llc_ctx {
 	u32 dhead_n;		/* dsleep_head(): placements in that window */
 	u32 kill;		/* walks for killed tasks its timer owes
 				 * (note_killed(), release_due()) */
+	u32 __pad_kill;
+	u64 limits_gen;		/* the cgroup limits' generation its timer
+				 * last walked its queue for (release_due()) */
 	u8 ctx_gap[CTX_GAP_BYTES];	/* never used (struct cpu_ctx) */
 };
 
