@@ -1865,9 +1865,10 @@ def scenario_limits_lifted(out):
     fql_cli=max`. Each thread's first switch-in after the change is read
     from the kernel's sched_switch events, with the hog's share over the
     next second. The first thread runs at once; the last when the others
-    have caught up with the CPU time it had before (fair order: 0.04-0.37 s). Before (2026-12-07) the parked threads waited for the
-    group's next release, which at 1000/1000000 comes every 0.5 s (smooth
-    mode) or 1 s: 0.38-1.97 s in scratch runs."""
+    have caught up with the CPU time it had before (fair order: 0.04-0.37
+    s). Before (2026-12-07) the parked threads waited for the group's next
+    release, which at 1000/1000000 comes every 0.5 s (smooth mode) or 1 s:
+    0.38-1.97 s in scratch runs."""
     res = {"lifts": []}
     enable_cpu_controller()
     for rel in ("fql_kern", "fql_loose", "fql_cli"):
@@ -1893,12 +1894,12 @@ def scenario_limits_lifted(out):
         act = round(time.monotonic() - t0, 3)
         time.sleep(1)
         spans = clock.stop()
-        firsts = first_runs(clock.text, tids)
+        ran = [f for f in first_runs(clock.text, tids) if f is not None]
         res["lifts"].append({
             "how": how, "threads": threads, "act_s": act, "set_rc": set_rc,
-            "ran": sum(f is not None for f in firsts),
-            "first_min_s": min(f for f in firsts if f is not None) if any(firsts) else None,
-            "first_max_s": max(f for f in firsts if f is not None) if any(firsts) else None,
+            "ran": len(ran),
+            "first_min_s": min(ran) if ran else None,
+            "first_max_s": max(ran) if ran else None,
             "share": round(sum(c for c, _ in spans) / spans[0][1], 3),
         })
         hog.kill()
