@@ -1141,9 +1141,13 @@ def test_cgroup_limits_exact(binary, tmp_path):
         return int(row.get("throttled_usec", 0)) / 1000 / n if n else 0.0
 
     checks += [
-        ("smooth 10 ms, 200000/1000000: share", pct(r["smooth_share"]), "20% +- 1% rel",
-         near(r["smooth_share"], 0.20)),
-        ("smooth 10 ms, per-task --quota-us 300000 per 1 s: share", pct(r["smooth_task_share"]),
+        # Shown with its windows and what the scheduler charged the group
+        # over them (its stats rows' usage_usec), as for the pairs above.
+        ("smooth 10 ms, 200000/1000000 (the group's hog alone): share",
+         f"{r['smooth_share']:.4f} CPUs (windows {'/'.join(f'{w:.4f}' for w in r['smooth_windows'])}; "
+         f"charged {r['smooth_charged']['group'] or 0:.4f})",
+         "0.200 +- 1% rel", near(r["smooth_share"], 0.20)),
+        ("smooth 10 ms, per-task --quota-us 300000 per 1 s (its hog alone): share", pct(r["smooth_task_share"]),
          "30% +- 1% rel", near(r["smooth_task_share"], 0.30)),
         # About one sub-period. The 2 ms sub-quota is half a tick at
         # HZ 250, so the tick ends its turns (tick_cuts_quota()): a turn

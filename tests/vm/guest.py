@@ -2146,7 +2146,19 @@ def scenario_cgroup_exact(out):
     res["noburst_row"] = last_row(d.stdout(), "fqx_k_20000_100000")
 
     # Smooth mode: the 1 s period enforced over 10 ms sub-periods, for a
-    # cgroup limit and for the per-task quota (a hog outside the group).
+    # cgroup limit and for the per-task quota (a hog outside the group),
+    # each hog measured alone, the group's first. Measured side by side,
+    # one hog per vCPU, a CI run (2026-12-07) read the group at
+    # 19.53/19.64/19.76% while the scheduler charged it 20.04% by its own
+    # clock and the task hog beside it read 30.00%; that run's trace had
+    # both hogs' releases at the same instants (0-1 ms of every 10 ms).
+    # Under single-threaded TCG the two vCPUs take turns on one host
+    # thread, so a switch on one vCPU can be held between the scheduler's
+    # sched_switch probe and ftrace's while the other vCPU runs: that
+    # stretch is the hog's to the scheduler and idle's to the trace (the
+    # likeliest reading; not reproduced here). Eight local runs side by
+    # side, two with the host loaded, had medians of 19.98-20.05%. Alone,
+    # a hog's switches have no second release to collide with.
     make_cgroup("fqx_smooth")
     d = Daemon(out, "exact-smooth", ["--max-stall-us", "10000",
                                      "--cgroup", "fqx_smooth=200000/1000000",
@@ -2154,13 +2166,17 @@ def scenario_cgroup_exact(out):
     t0 = time.monotonic()
     h = spawn_hog(0)
     move_to_cgroup(h.pid, "fqx_smooth")
+    time.sleep(3)
+    res["smooth_share"], res["smooth_windows"], res["smooth_charged"] = steady_charged(
+        "smooth 10 ms: 200000/1000000 group", lambda: measure([h.pid], 10)[0], d,
+        {"group": "fqx_smooth"})
+    kill_all([h])
+    res["smooth_run_s"] = time.monotonic() - t0
     t = spawn_hog(0)
     time.sleep(3)
-    res["smooth_share"], res["smooth_task_share"] = steady(
-        "smooth 10 ms: 200000/1000000 group, 300000/1000000 task",
-        lambda: measure([h.pid, t.pid], 10))
-    kill_all([h, t])
-    res["smooth_run_s"] = time.monotonic() - t0
+    res["smooth_task_share"] = steady("smooth 10 ms: 300000/1000000 task",
+                                      lambda: measure([t.pid], 10)[0])
+    kill_all([t])
     res["rc_smooth"] = d.stop()
     res["smooth_row"] = last_row(d.stdout(), "fqx_smooth")
     res["smooth_totals"] = final_totals(d.stdout())
