@@ -1085,6 +1085,13 @@ def test_cgroup_limits_exact(binary, tmp_path):
     def near(share, want):
         return abs(share - want) <= 0.01 * want
 
+    def seen(share, windows, charged):
+        """A share shown with each window and what the scheduler charged
+        the group over them (its stats rows' usage_usec; None: no rows)."""
+        wins = "/".join(f"{w:.4f}" for w in windows)
+        return f"{share:.4f} CPUs (windows {wins}; charged " + \
+            (f"{charged:.4f})" if charged is not None else "?)")
+
     checks = []
     for src in ["cli", "kernel"]:
         for pair, share in r[src].items():
@@ -1094,11 +1101,9 @@ def test_cgroup_limits_exact(binary, tmp_path):
             # the group over the three (its stats rows' usage_usec): a
             # charge that matches the target beside a share that misses
             # it is charging that disagrees with the kernel's switches.
-            wins = "/".join(f"{w[pair]:.4f}" for w in r.get(f"{src}_windows", []) if pair in w)
-            charged = r.get(f"{src}_charged", {}).get(pair)
-            seen = f"{share:.4f} CPUs (windows {wins}; charged " + \
-                (f"{charged:.4f})" if charged is not None else "?)")
-            checks.append((f"{src}: {pair} share", seen, f"{want:.3f} +- 1% rel",
+            wins = [w[pair] for w in r.get(f"{src}_windows", []) if pair in w]
+            shown = seen(share, wins, r.get(f"{src}_charged", {}).get(pair))
+            checks.append((f"{src}: {pair} share", shown, f"{want:.3f} +- 1% rel",
                            near(share, want)))
     b, nb = r["burst_row"], r["noburst_row"]
     checks += [
@@ -1126,8 +1131,7 @@ def test_cgroup_limits_exact(binary, tmp_path):
         # CPU, and ftrace counts the stretch as the task's (+0.7% to +4.8%
         # over 20 s in six runs); alone the two agree within 0.35%.
         ("wakeup-driven (0.3 ms turns, 0.1 ms sleeps) at 1000/10000: share",
-         f"{r['wake_share']:.4f} CPUs (windows {'/'.join(f'{w:.4f}' for w in r['wake_windows'])}; "
-         f"charged {r['wake_charged']['wake'] or 0:.4f})",
+         seen(r["wake_share"], r["wake_windows"], r["wake_charged"]["wake"]),
          "0.100 +- 2% rel", abs(r["wake_share"] - 0.1) <= 0.002),
     ]
     strict, smooth = r["strict_1s_row"], r["smooth_row"]
@@ -1141,11 +1145,8 @@ def test_cgroup_limits_exact(binary, tmp_path):
         return int(row.get("throttled_usec", 0)) / 1000 / n if n else 0.0
 
     checks += [
-        # Shown with its windows and what the scheduler charged the group
-        # over them (its stats rows' usage_usec), as for the pairs above.
         ("smooth 10 ms, 200000/1000000 (the group's hog alone): share",
-         f"{r['smooth_share']:.4f} CPUs (windows {'/'.join(f'{w:.4f}' for w in r['smooth_windows'])}; "
-         f"charged {r['smooth_charged']['group'] or 0:.4f})",
+         seen(r["smooth_share"], r["smooth_windows"], r["smooth_charged"]["group"]),
          "0.200 +- 1% rel", near(r["smooth_share"], 0.20)),
         ("smooth 10 ms, per-task --quota-us 300000 per 1 s (its hog alone): share", pct(r["smooth_task_share"]),
          "30% +- 1% rel", near(r["smooth_task_share"], 0.30)),
