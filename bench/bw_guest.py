@@ -83,7 +83,8 @@ def usage_us(rel):
     return 0
 
 
-def nginx_part():
+def start_nginx():
+    """Start nginx (one worker) in cgroup fq_web: (its process, the worker's pid)."""
     os.makedirs("/tmp/fq-nginx/www", exist_ok=True)
     with open("/tmp/fq-nginx/www/index.html", "w") as f:
         f.write("<html><body>" + "scx_fairquota " * 40 + "</body></html>\n")
@@ -96,11 +97,26 @@ def nginx_part():
     workers = subprocess.run(["pgrep", "-f", "nginx: worker"], capture_output=True, text=True).stdout.split()
     if len(workers) != 1:
         raise SystemExit(f"bench: expected one nginx worker, found {workers}")
+    return nginx, int(workers[0])
+
+
+def stop_nginx(nginx):
+    """Stop nginx and lift fq_web's limit."""
+    nginx.send_signal(signal.SIGQUIT)
+    try:
+        nginx.wait(30)
+    except subprocess.TimeoutExpired:
+        nginx.kill()
+    g.write_cg("fq_web", "cpu.max", "max")
+
+
+def nginx_part():
+    nginx, worker = start_nginx()
     res = {}
     for lim in LIMITS:
         g.write_cg("fq_web", "cpu.max", lim)
         time.sleep(2)
-        sw = g.SwitchClock([int(workers[0])])
+        sw = g.SwitchClock([worker])
         sw.start()
         u0, t0 = usage_us("fq_web"), time.monotonic()
         w = subprocess.run(["wrk", "-t1", "-c10", "-d15s", "--latency", "http://127.0.0.1:8080/"],
@@ -115,12 +131,7 @@ def nginx_part():
         res[lim] = r
         print(f"bench: nginx {lim}: {r['rps']} req/s p99 {r['p99_ms']} ms share {share:.3f} "
               f"(cpu.stat {cpu_stat:.3f})", flush=True)
-    nginx.send_signal(signal.SIGQUIT)
-    try:
-        nginx.wait(30)
-    except subprocess.TimeoutExpired:
-        nginx.kill()
-    g.write_cg("fq_web", "cpu.max", "max")
+    stop_nginx(nginx)
     return res
 
 
