@@ -5,7 +5,7 @@
 Usage: grants_guest.py OUT_DIR LABEL QUOTA/PERIOD SECONDS [SCHEDULER ARGS...]
 nginx (one worker, as in bench/bw_guest.py) in cgroup fq_web with that
 cpu.max, loaded by `wrk -t1 -c10 --latency` from outside it for SECONDS,
-while ftrace records the worker's sched_switch and sched_wakeup events.
+while ftrace records the worker's sched_switch events.
 Writes OUT_DIR/LABEL.trace.gz (the raw trace) and OUT_DIR/LABEL.json
 (wrk's figures, the worker's pid). With no scheduler binary the kernel's
 default scheduler (and CFS bandwidth control) runs.
@@ -23,28 +23,14 @@ from bw_guest import g  # noqa: E402
 
 
 def trace_worker(pid, secs):
-    """Run wrk for secs with the worker's switches and wakeups traced."""
-    def w(name, value):
-        with open(os.path.join(g.TRACING, name), "w") as f:
-            f.write(value)
-    w("tracing_on", "0")
-    w("trace", "")
-    w("trace_clock", "mono")
-    w("buffer_size_kb", "16384")
-    w("events/sched/sched_switch/filter", f"prev_pid == {pid} || next_pid == {pid}")
-    w("events/sched/sched_switch/enable", "1")
-    w("events/sched/sched_wakeup/filter", f"pid == {pid}")
-    w("events/sched/sched_wakeup/enable", "1")
-    w("tracing_on", "1")
+    """Run wrk for secs with the worker's switches traced (guest.SwitchClock,
+    which also fails if the trace buffer overflowed): (wrk's output, the trace)."""
+    sw = g.SwitchClock([pid])
+    sw.start()
     r = subprocess.run(["wrk", "-t1", "-c10", f"-d{secs}s", "--latency", "http://127.0.0.1:8080/"],
                        capture_output=True, text=True, timeout=120)
-    w("tracing_on", "0")
-    text = g.read(os.path.join(g.TRACING, "trace"))
-    for ev in ("sched_switch", "sched_wakeup"):
-        w(f"events/sched/{ev}/enable", "0")
-        w(f"events/sched/{ev}/filter", "0")
-    w("trace", "")
-    return r.stdout, text
+    sw.stop()
+    return r.stdout, sw.text
 
 
 def main():
