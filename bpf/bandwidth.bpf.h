@@ -131,6 +131,13 @@ __noinline int fq_refresh_task(struct task_struct *p __arg_trusted,
 	cg_refresh(p, tctx, cfg, exempt);
 	if (tctx->limited) {
 		task_limit(cfg, &l);
+		/* A limit changed by `set` starts afresh (bw_restart()). */
+		if (tctx->lim_period_ns &&
+		    (tctx->lim_quota_ns != l.quota_ns ||
+		     tctx->lim_period_ns != l.period_ns))
+			bw_restart(&tctx->bw, now, &l);
+		tctx->lim_quota_ns = l.quota_ns;
+		tctx->lim_period_ns = l.period_ns;
 		own = fq_bw_refill(&tctx->bw, now, &l);
 	}
 	return own || (tctx->nr_cg && cg_scan(tctx, now, NULL));
@@ -566,6 +573,30 @@ static void unpark(const struct task_struct *p, struct task_ctx *tctx,
 }
 
 /*
+ * A full walk of the LLC's parked tasks (fq_release_due()) after a change
+ * of the limits (`set --quota-us/--period-us/--max-stall-us` bumps
+ * fq_config.cg_gen too): was @tctx parked under another limit of its own?
+ * Then it goes at once: its next turn starts its bucket afresh under the
+ * limit now (fq_refresh_task(), bw_restart()), as a cpu.max write does
+ * under CFS. Before, a raised per-task quota let its parked tasks go at
+ * the old limit's release (up to a period: 1 s at --period-us 1000000
+ * without smooth mode). O(tasks parked on the LLC) once per change. A
+ * global function: the walk's loop is checked with one call, not the
+ * limit's arithmetic.
+ */
+__noinline int fq_own_limit_changed(struct task_ctx *tctx,
+				    const struct fq_config *cfg)
+{
+	struct bw_limit l;
+
+	if (!tctx || !cfg || !cfg->quota_ns || !READ_ONCE(tctx->limited))
+		return 0;
+	task_limit(cfg, &l);
+	return READ_ONCE(tctx->lim_quota_ns) != l.quota_ns ||
+	       READ_ONCE(tctx->lim_period_ns) != l.period_ns;
+}
+
+/*
  * Release timer work for @llc: move every parked task whose release time
  * has come to its class queue; one whose cgroup was throttled again
  * meanwhile (its other tasks ran on) stays until the group's new release.
@@ -589,11 +620,14 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now,
 			at = READ_ONCE(tctx->release_at_ns);
 		/*
 		 * A lifted quota releases at once, and in a full walk (@full)
-		 * so does a task its own quota does not hold: its groups'
-		 * throttles are checked below, by their limits now.
+		 * so does a task its own quota does not hold (its groups'
+		 * throttles are checked below, by their limits now) or held
+		 * under another limit (fq_own_limit_changed()).
 		 */
 		if ((tctx && !(cfg->quota_ns && class == CLASS_RR) &&
 		     (!READ_ONCE(tctx->nr_cg) || full)) || dying)
+			at = 0;
+		if (full && tctx && at > now && fq_own_limit_changed(tctx, cfg))
 			at = 0;
 		/*
 		 * The queue is ordered by release time; a full walk (after
@@ -637,10 +671,10 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now,
 /*
  * release_due() from @llc's timer: a global function, as fq_guard_scan().
  * After a kill (note_killed()) the whole queue is walked, KILL_WALKS times,
- * and once after each change of the cgroup limits (a `set --cgroup` or a
- * cpu.max write: their generation moved since this LLC's last walk), so a
- * limit lifted lets go at once the tasks parked here: O(tasks parked here)
- * per change. A full walk looks again at every task its own quota does
+ * and once after each change of the limits (a `set` of a --cgroup limit
+ * or of the per-task one, or a cpu.max write: their generation moved since
+ * this LLC's last walk), so a limit lifted or changed lets go at once the
+ * tasks parked here: O(tasks parked here) per change. A full walk looks again at every task its own quota does
  * not hold, killed or not (its groups' throttles, by their limits now).
  */
 __noinline u64 fq_release_due(u32 llc, const struct fq_config *cfg, u64 now)
@@ -834,7 +868,10 @@ struct cg_sweep_ctx {
  * With @all, the group's limit changed (cg_limits_changed(),
  * cg_limit_set()): forget what the old limit set, its release time and
  * the end of its period (before which a look at the bucket does not
- * refill it), bring the bucket up to @now by the limit in force (none:
+ * refill it), start the bucket afresh if its limit is not the one it was
+ * last committed under (bw_restart(): a fresh quota now, as a cpu.max
+ * write gives under CFS; O(1) a group, no walk of its tasks), bring the
+ * bucket up to @now by the limit in force (none:
  * not throttled; @max_stall_ns: smooth mode's), so every look at the group
  * from here on, a release timer's or a parked task's, sees the new one,
  * and run its timer now if tasks are parked, whatever its deadline. A
@@ -843,16 +880,32 @@ struct cg_sweep_ctx {
 __noinline int fq_cg_wake(u64 id, u64 now, u64 max_stall_ns, int all)
 {
 	struct cg_state *st = bpf_map_lookup_elem(&cgroup_states, &id);
+	struct bw_limit l;
+	u64 next, slice;
+	bool fresh;
 	u32 state;
-	u64 next;
 	s32 queued;
 
 	if (!st)
 		return 0;
 	if (all) {
+		fresh = fq_cg_limit(id, max_stall_ns, &l, &slice);
 		bpf_spin_lock(&st->lock);
 		st->fast_until_ns = 0;
 		st->u.throttled_until_ns = 0;
+		/*
+		 * Its limit changed since the bucket's last commit: start it
+		 * afresh (bw_restart()), as tg_set_cfs_bandwidth() does; a
+		 * charge that copied it before fails its commit and retries.
+		 */
+		if (fresh && st->lim_period_ns &&
+		    (st->lim_quota_ns != l.quota_ns ||
+		     st->lim_period_ns != l.period_ns)) {
+			bw_restart(&st->u.bw, now, &l);
+			st->lim_quota_ns = l.quota_ns;
+			st->lim_period_ns = l.period_ns;
+			st->charge_seq++;
+		}
 		bpf_spin_unlock(&st->lock);
 		fq_cg_charge_one(id, max_stall_ns, now, 0, 0);
 	}

@@ -412,6 +412,26 @@ BW_FN u64 bw_release_at(const struct bw_bucket *b, const struct bw_limit *l)
 	return b->period_start_ns + k * l->period_ns;
 }
 
+/*
+ * The limit of @b was changed to @l (a `set` of the quota, the period or
+ * the smoothing): a new period starts at @now with a fresh quota, as the
+ * kernel does when cpu.max is written (tg_set_cfs_bandwidth() refills the
+ * runtime and unthrottles the group), so a limit raised takes effect at
+ * once, not at the end of a period of the old one (up to 1 s). What the
+ * old limit left (debt, carry, savings) is dropped; the counters and a
+ * parked stretch's start stay.
+ */
+BW_FN void bw_restart(struct bw_bucket *b, u64 now, const struct bw_limit *l)
+{
+	b->period_start_ns = now;
+	b->tokens_ns = (s64)(l->quota_ns + l->pace_ns);
+	b->snap_ns = b->tokens_ns;
+	b->debt_ns = 0;
+	b->carry_ns = 0;
+	b->hungry = 0;
+	b->owed = 0;
+}
+
 /* Mark @b parked at @now (throttled and waiting). */
 BW_FN void bw_park(struct bw_bucket *b, u64 now)
 {

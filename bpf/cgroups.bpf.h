@@ -139,6 +139,8 @@ struct cg_state {
 	u32 kill;		/* walks for killed tasks its timer owes
 				 * (note_killed(), release_killed()) */
 	u32 __pad_kill;
+	u64 lim_quota_ns;	/* the limit u.bw was last committed under */
+	u64 lim_period_ns;	/* (as smooth mode enforces it; 0: none yet) */
 };
 
 /*
@@ -370,6 +372,8 @@ static void cg_commit(struct cg_state *st, const struct bw_bucket *b,
 	u64 until;
 
 	st->u.bw = *b;
+	st->lim_quota_ns = l->quota_ns;
+	st->lim_period_ns = l->period_ns;
 	st->charge_seq++;
 	st->fast_until_ns = st->u.bw.period_start_ns + l->period_ns;
 	st->fast_max_ns = slice;

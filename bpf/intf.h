@@ -262,7 +262,8 @@ struct fq_config {
 	u64 guard_ns;		/* starvation guard (age_queue()) */
 	s32 fifo_below_nice;	/* nice < this => FIFO class */
 	u32 slice_mode;		/* enum slice_mode */
-	u64 cg_gen;		/* bumped whenever cgroup_limits changes */
+	u64 cg_gen;		/* bumped whenever a limit changes: cgroup_limits,
+				 * or quota, period or max_stall (fq_own_limit_changed()) */
 	u32 nr_cgroups;		/* entries in cgroup_limits (0: skip cgroups) */
 	u32 __pad;
 	u64 max_stall_ns;	/* smooth mode: longest sub-period, 0 = off */

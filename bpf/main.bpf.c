@@ -184,7 +184,12 @@
  * the task lands on the queue comes back for it. A timer that is lost
  * anyway (seen with hogs pinned one per CPU: every CPU of the LLC idle,
  * none ticking to re-arm it) is found by fq_llc_sweep(), run every 100 ms
- * from any CPU that ticks or starts a task.
+ * from any CPU that ticks or starts a task. A changed limit (per task,
+ * per group or its smoothing) starts its bucket afresh, as a cpu.max write
+ * does under CFS (bw_restart(): a task's at its next refresh, a group's
+ * when the change is seen, fq_cg_wake()), and the release walks let go
+ * of the tasks the old limit parked (fq_own_limit_changed(),
+ * cg_limits_changed()): O(parked tasks) once per change.
  * Cgroup limits (cgroups.bpf.h) reuse the same bucket and charge points:
  * every limited cgroup on a task's path has a shared bucket under its own
  * lock, and a task is throttled when its own quota
@@ -265,13 +270,14 @@
  * callback are global functions (fq_*), checked once per program with
  * nothing known of their arguments: the bucket arithmetic, a cgroup's
  * charge and its limit, and the LLC timer's releases and guard walks. The
- * verifier processes about 146,000 instructions to load the scheduler
+ * verifier processes about 174,000 instructions to load the scheduler
  * (1,060,000 before fq_guard_scan(), fq_release_due() and fq_cg_limit(),
  * 490,000 before a cgroup's bucket was charged outside its lock, 199,000
  * before fq_bw_spread_debt(), 126,000 before tick_cuts_quota(), 137,000
- * before a tick-cut task's RR slices were timed again, 146,000 now; 8.6 s
- * instead of 38-44 s under TCG;
- * --verifier-stats shows them).
+ * before a tick-cut task's RR slices were timed again, 146,000 after,
+ * 171,700 before a changed limit restarted its buckets; 187,800 with
+ * fq_own_limit_changed() inlined in the release walk; 8.6 s instead of
+ * 38-44 s under TCG at 146,000; --verifier-stats shows them).
  *
  * Copyright (c) 2026 The scx_fairquota authors
  */

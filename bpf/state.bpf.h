@@ -96,6 +96,8 @@ struct task_ctx {
 	u64 defer_at_ns;	/* first tick of this turn that put off a cut */
 	u64 turn_step;		/* RR: vtime its last turn moved (stopping) */
 	struct bw_bucket bw;
+	u64 lim_quota_ns;	/* the limit bw last refilled under */
+	u64 lim_period_ns;	/* (task_limit(); 0: none yet) */
 	u64 cg_leaf;		/* id of its cgroup when cg_ids was found */
 	u64 cg_gen;		/* fq_config.cg_gen cg_ids is valid for */
 	u64 cg_ids[MAX_TASK_CGROUPS];	/* limited cgroups on its path */

@@ -79,8 +79,11 @@ pub struct Tunables {
     /// Smooth mode: limits are enforced over sub-periods of this
     /// long (0: off, over the configured period as CFS does).
     pub max_stall_us: u64,
-    /// Generation of the `cgroup_limits` map (bumped on every change) and
-    /// its number of entries; not options, carried for the BPF side.
+    /// Generation of the limits, bumped on every change of the
+    /// `cgroup_limits` map or of the per-task limit or its smoothing
+    /// (`apply()`): the BPF side then looks again at every parked task, so a
+    /// limit loosened lets them go at once. With the map's number of
+    /// entries; not options, carried for the BPF side.
     pub cgroup_gen: u64,
     pub nr_cgroups: u32,
 }
@@ -168,9 +171,10 @@ impl Tunables {
         Ok(())
     }
 
-    /// Apply `u` on top of `self` (validation is the caller's).
+    /// Apply `u` on top of `self` (validation is the caller's). A change
+    /// of the per-task limit or of the smoothing bumps `cgroup_gen`.
     pub fn apply(&self, u: &Update) -> Tunables {
-        Tunables {
+        let mut t = Tunables {
             slice_us: u.slice_us.unwrap_or(self.slice_us),
             slice_min_us: u.slice_min_us.unwrap_or(self.slice_min_us),
             slice_mode: u.slice_mode.unwrap_or(self.slice_mode),
@@ -185,7 +189,13 @@ impl Tunables {
             max_stall_us: u.max_stall_us.unwrap_or(self.max_stall_us),
             cgroup_gen: self.cgroup_gen,
             nr_cgroups: self.nr_cgroups,
+        };
+        if (t.quota_us, t.period_us, t.max_stall_us)
+            != (self.quota_us, self.period_us, self.max_stall_us)
+        {
+            t.cgroup_gen += 1;
         }
+        t
     }
 
     /// Encode for the BPF `config` map.
@@ -418,6 +428,37 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(t.quota_us, None);
+    }
+
+    #[test]
+    fn limit_change_bumps_generation() {
+        let base = with_quota(2000, 10_000);
+        let same = base.apply(&Update {
+            quota_us: Some(2000),
+            slice_us: Some(4000),
+            ..Default::default()
+        });
+        assert_eq!(same.cgroup_gen, base.cgroup_gen);
+        for u in [
+            Update {
+                quota_us: Some(5000),
+                ..Default::default()
+            },
+            Update {
+                period_us: Some(20_000),
+                ..Default::default()
+            },
+            Update {
+                max_stall_us: Some(base.max_stall_us + 1000),
+                ..Default::default()
+            },
+            Update {
+                no_quota: true,
+                ..Default::default()
+            },
+        ] {
+            assert_eq!(base.apply(&u).cgroup_gen, base.cgroup_gen + 1, "{u:?}");
+        }
     }
 
     #[test]

@@ -730,6 +730,33 @@ static void stats_count_whole_periods(void)
 	CHECK(b.nr_throttled >= 10 && b.nr_throttled <= 11);
 }
 
+static void restart_gives_a_fresh_quota(void)
+{
+	struct bw_bucket b = { 0 };
+	u64 now = 1;
+
+	/* 1 ms per 1 s, overrun: parked at least until the next period */
+	bw_refill(&b, now, L(1 * MS, 1000 * MS));
+	bw_charge(&b, 4 * MS, L(1 * MS, 1000 * MS));
+	bw_park(&b, 4 * MS);
+	CHECK(bw_release_at(&b, L(1 * MS, 1000 * MS)) >= 1 + 1000 * MS);
+	/* raised to 500 ms per 1 s at 300 ms: runs at once, a whole quota */
+	now = 300 * MS;
+	bw_restart(&b, now, L(500 * MS, 1000 * MS));
+	CHECK(!bw_throttled(&b));
+	CHECK(b.tokens_ns == 500 * (s64)MS);
+	CHECK(b.period_start_ns == now);
+	CHECK(b.parked_at_ns == 4 * MS);	/* its stretch still counts */
+	CHECK(b.nr_throttled == 1);
+	/* the new grid: used up, it refills a period after the restart */
+	bw_charge(&b, 500 * MS, L(500 * MS, 1000 * MS));
+	CHECK(bw_release_at(&b, L(500 * MS, 1000 * MS)) == now + 1000 * MS);
+	bw_refill(&b, now + 999 * MS, L(500 * MS, 1000 * MS));
+	CHECK(bw_throttled(&b));
+	bw_refill(&b, now + 1000 * MS, L(500 * MS, 1000 * MS));
+	CHECK(b.tokens_ns == 500 * (s64)MS);
+}
+
 int main(void)
 {
 	stats_count_whole_periods();
@@ -755,6 +782,7 @@ int main(void)
 	smooth_saves_up_to_a_quota();
 	smooth_spreads_debt();
 	cpu_slices_stay_within_the_quota();
+	restart_gives_a_fresh_quota();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

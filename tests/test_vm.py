@@ -35,7 +35,7 @@ BATCHES = [
     ["hotplug", "hotplug_throttled", "stress_smoke", "storm", "storm_limited", "stats_socket", "unit", "trace", "soak"],
     ["cgroups", "cgroup_exact", "cgroup_fifo", "cgroup_lost_timer", "llc_lost_timer",
      "release_home", "cgroup_gone", "cgroup_gone_lost_start", "killed_groups", "limits_lifted",
-     "cgroup_scale"],
+     "quota_changed", "cgroup_scale"],
 ]
 SCENARIO_TIMEOUT = 900
 _batch_out = {}
@@ -1383,12 +1383,63 @@ def test_killed_groups_exit_at_once(binary, tmp_path):
     ])
 
 
+def lift_checks(what, lift, n, which, least):
+    """Checks of one limit change while a hog's `n` threads were parked
+    (scenarios quota_changed, limits_lifted): all ran within the second
+    after it, its `which` ("first" or "last") thread's first run came
+    within 0.1 s of the change's end, and the hog used at least `least`
+    CPUs over that second."""
+    first = lift[f"first_{'min' if which == 'first' else 'max'}_s"]
+    bound = 0.1 + lift["act_s"]
+    return [
+        (f"{what}: threads that ran within 1 s (the last at)",
+         f"{lift['ran']} of {lift['threads']} ({lift['first_max_s']} s)",
+         f"{n} of {n}", lift["ran"] == lift["threads"] == n),
+        (f"{what}: {which} thread's first run after the change (s)", first,
+         f"<= {bound:.2f} (the change took {lift['act_s']} s)",
+         first is not None and first <= bound),
+        (f"{what}: CPUs used over the next second", lift["share"], f">= {least}",
+         lift["share"] >= least),
+    ]
+
+
+def test_quota_changed_releases_at_once(binary, tmp_path):
+    """A limit raised while its tasks are parked lets them go at once with
+    a fresh quota (as a cpu.max write does under CFS), in whole 1 s periods
+    (--max-stall-us 0): 8 threads at a per-task 1000/1000000 parked for
+    3 s, then `set --quota-us 100000`; with that quota lifted, two cgroups
+    of 4 threads, each pinned to its own CPU, at cpu.max 1000 1000000,
+    their periods half a second apart, then both
+    raised to 400000 1000000. Every per-task limited thread and a thread
+    of each group runs within 0.1 s of the change's end (a group's others
+    follow in their fair order), and each hog gets its new quota over the
+    next second. Before, each waited for its release under the old limit,
+    spread over that second (the 8 threads all within 0.1 s by chance:
+    under 4%; at most one of the two groups)."""
+    r = run_scenario("quota_changed", tmp_path)
+    errors = [x for x in r["dmesg_sched_ext"] if "disabled" in x and "unregistered" not in x]
+    checks = []
+    for lift, n, least in zip(r["lifts"], (8, 4, 4), (0.6, 0.3, 0.3)):
+        what = f"{lift['how']}, {lift['hog']}"
+        # Per task: each thread's own release; per group: the group's.
+        which = "last" if lift["how"].startswith("set") else "first"
+        checks += [(f"{what}: change exit status", lift["rc"], "0", lift["rc"] == 0)]
+        checks += lift_checks(what, lift, n, which, least)
+    check_all(checks + [
+        ("changes measured", len(r["lifts"]), "3", len(r["lifts"]) == 3),
+        ("`set --no-quota` exit status", r["no_quota_rc"], "0", r["no_quota_rc"] == 0),
+        ("state after", r["state_after"][0], "enabled", r["state_after"][0] == "enabled"),
+        ("kernel: no sched_ext error", errors, "[]", not errors),
+        ("exit status", r["rc"], "0", r["rc"] == 0),
+    ])
+
+
 def test_limit_lifted_releases_at_once(binary, tmp_path):
     """A limit lifted or loosened while its tasks are parked lets them go at
     once: 20-thread hogs throttled at 1000/1000000 for 3 s, then the group's
     cpu.max set to max, another's to 500000 1000000, and a --cgroup limit
-    lifted by `set`: a thread runs within 0.1 s of the change (of the `set`
-    command's end for the last) and all 20 within the second after it, in
+    lifted by `set`: a thread runs within 0.1 s of the change's end (the
+    `set` command's, for the last) and all 20 within the second after it, in
     their fair order (the last when the others have caught up with the CPU
     time it had before); before, they waited for the group's next release
     under the old limit (none ran within that second)."""
@@ -1396,18 +1447,7 @@ def test_limit_lifted_releases_at_once(binary, tmp_path):
     errors = [x for x in r["dmesg_sched_ext"] if "disabled" in x and "unregistered" not in x]
     checks = []
     for lift, least in zip(r["lifts"], (1.2, 0.3, 1.2)):
-        bound = 0.1 + (lift["act_s"] if lift["how"].startswith("set") else 0)
-        first = lift["first_min_s"]
-        checks += [
-            (f"{lift['how']}: threads that ran within 1 s (the last at)",
-             f"{lift['ran']} of {lift['threads']} ({lift['first_max_s']} s)",
-             "20 of 20", lift["ran"] == lift["threads"] == 20),
-            (f"{lift['how']}: first run after the change (s)", first,
-             f"<= {bound:.2f} (the change took {lift['act_s']} s)",
-             first is not None and first <= bound),
-            (f"{lift['how']}: CPUs used over the next second", lift["share"], f">= {least}",
-             lift["share"] >= least),
-        ]
+        checks += lift_checks(lift["how"], lift, 20, "first", least)
     check_all(checks + [
         ("`set --cgroup fql_cli=max` exit status", r["lifts"][2]["set_rc"], "0",
          r["lifts"][2]["set_rc"] == 0),

@@ -1908,6 +1908,88 @@ def scenario_limits_lifted(out):
     return stopped(res, d)
 
 
+def scenario_quota_changed(out):
+    """A limit raised while its tasks are parked lets them go at once, with
+    a fresh quota, as a cpu.max write does under CFS; in whole periods
+    (`--max-stall-us 0`), where a parked task's release under the old limit
+    could be a second away. Under `--period-us 1000000 --quota-us 1000`:
+    (1) an 8-thread hog at nice 0 (0.1% of a CPU per thread), parked for
+    3 s, then `set --quota-us 100000` (8 fresh quotas of 100 ms: 0.8 of a
+    CPU over the next second); (2) with the per-task quota lifted (`set
+    --no-quota`), two cgroups at cpu.max 1000 1000000, each with a 4-thread
+    hog at nice 0, one pinned to each CPU (so that neither waits its fair
+    turn behind the other), started 0.5 s apart, so their periods are half
+    a second apart, then both cpu.max raised to 400000 1000000 (0.4 of a
+    CPU each). Each thread's first switch-in after the change is read from
+    the kernel's sched_switch events, with each hog's CPU over the next
+    second (a group's threads, released at once, run in their fair order).
+    This script runs at nice -1 (FIFO: 1 ms a second would not run it).
+    Before (2026-12-08) each waited for its release under the old limit,
+    spread over the next second, and at most one of the two groups' came
+    within 0.1 s."""
+    os.setpriority(os.PRIO_PROCESS, 0, -1)
+    enable_cpu_controller()
+    # Started before the scheduler, whose quota would hold its thread
+    # creation to 1 ms a second.
+    hog = subprocess.Popen([SPIN, "8"], preexec_fn=lambda: os.setpriority(os.PRIO_PROCESS, 0, 0))
+    wait_threads(hog.pid, 8)
+    d = Daemon(out, "quota-changed", ["--period-us", "1000000", "--quota-us", "1000",
+                                      "--max-stall-us", "0"])
+    res = {"lifts": []}
+
+    def lift(how, hogs, change):
+        tids = {n: [int(t) for t in os.listdir(f"/proc/{h.pid}/task")] for n, h in hogs}
+        every = [t for ts in tids.values() for t in ts]
+        clock = SwitchClock(every)
+        clock.start()
+        t0 = time.monotonic()
+        rc = change()
+        act = round(time.monotonic() - t0, 3)
+        time.sleep(1)
+        spans = dict(zip(every, clock.stop()))
+        with open(os.path.join(out, f"quota-changed-{len(res['lifts'])}.trace"), "w") as f:
+            f.write(clock.text)
+        first = dict(zip(every, first_runs(clock.text, every)))
+        for n, h in hogs:
+            ran = [first[t] for t in tids[n] if first[t] is not None]
+            res["lifts"].append({
+                "how": how, "hog": n, "threads": len(tids[n]), "act_s": act, "rc": rc,
+                "ran": len(ran), "first_min_s": min(ran) if ran else None,
+                "first_max_s": max(ran) if ran else None,
+                "firsts": sorted(ran),
+                "share": round(sum(spans[t][0] for t in tids[n]) / spans[every[0]][1], 3),
+            })
+            h.kill()
+            h.wait()
+
+    time.sleep(3)
+    lift("set --quota-us 100000", [("nice 0", hog)],
+         lambda: run_cmd([BIN, "set", "--quota-us", "100000"])["rc"])
+    res["no_quota_rc"] = run_cmd([BIN, "set", "--no-quota"])["rc"]
+    hogs = []
+    for cpu, rel in enumerate(("fql_whole_a", "fql_whole_b")):
+        make_cgroup(rel)
+        join = joiner(rel)
+
+        def start(join=join, cpu=cpu):
+            join()
+            os.setpriority(os.PRIO_PROCESS, 0, 0)
+            os.sched_setaffinity(0, {cpu})
+        hogs.append((rel, subprocess.Popen([SPIN, "4"], preexec_fn=start)))
+        wait_threads(hogs[-1][1].pid, 4)
+        write_cg(rel, "cpu.max", "1000 1000000")
+        time.sleep(0.5)
+    time.sleep(2.5)
+
+    def raise_both():
+        for rel, _ in hogs:
+            write_cg(rel, "cpu.max", "400000 1000000")
+        return 0
+    lift("cpu.max 400000 1000000", hogs, raise_both)
+    res["state_after"] = sched_state()
+    return stopped(res, d)
+
+
 def enable_cpu_controller():
     with open(os.path.join(CG, "cgroup.subtree_control"), "w") as f:
         f.write("+cpu")
@@ -2730,6 +2812,7 @@ SCENARIOS = {
     "cgroup_gone_lost_start": scenario_cgroup_gone_lost_start,
     "killed_groups": scenario_killed_groups,
     "limits_lifted": scenario_limits_lifted,
+    "quota_changed": scenario_quota_changed,
     "cgroup_fifo": scenario_cgroup_fifo,
     "cgroup_lost_timer": scenario_cgroup_lost_timer,
     "llc_lost_timer": scenario_llc_lost_timer,
