@@ -674,8 +674,9 @@ static u64 release_due(u32 llc, const struct fq_config *cfg, u64 now,
  * and once after each change of the limits (a `set` of a --cgroup limit
  * or of the per-task one, or a cpu.max write: their generation moved since
  * this LLC's last walk), so a limit lifted or changed lets go at once the
- * tasks parked here: O(tasks parked here) per change. A full walk looks again at every task its own quota does
- * not hold, killed or not (its groups' throttles, by their limits now).
+ * tasks parked here: O(tasks parked here) per change. A full walk looks
+ * again at every task its own quota does not hold, killed or not (its
+ * groups' throttles, by their limits now).
  */
 __noinline u64 fq_release_due(u32 llc, const struct fq_config *cfg, u64 now)
 {
@@ -871,8 +872,8 @@ struct cg_sweep_ctx {
  * refill it), start the bucket afresh if its limit is not the one it was
  * last committed under (bw_restart(): a fresh quota now, as a cpu.max
  * write gives under CFS; O(1) a group, no walk of its tasks), bring the
- * bucket up to @now by the limit in force (none:
- * not throttled; @max_stall_ns: smooth mode's), so every look at the group
+ * bucket up to @now by the limit in force (none: not throttled;
+ * @max_stall_ns: smooth mode's), so every look at the group
  * from here on, a release timer's or a parked task's, sees the new one,
  * and run its timer now if tasks are parked, whatever its deadline. A
  * global function: checked once per program, not at each caller.
