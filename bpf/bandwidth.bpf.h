@@ -132,9 +132,8 @@ __noinline int fq_refresh_task(struct task_struct *p __arg_trusted,
 	if (tctx->limited) {
 		task_limit(cfg, &l);
 		/* A limit changed by `set` starts afresh (bw_restart()). */
-		if (tctx->lim_period_ns &&
-		    (tctx->lim_quota_ns != l.quota_ns ||
-		     tctx->lim_period_ns != l.period_ns))
+		if (bw_limit_changed(tctx->lim_quota_ns, tctx->lim_period_ns,
+				     &l))
 			bw_restart(&tctx->bw, now, &l);
 		tctx->lim_quota_ns = l.quota_ns;
 		tctx->lim_period_ns = l.period_ns;
@@ -592,8 +591,8 @@ __noinline int fq_own_limit_changed(struct task_ctx *tctx,
 	if (!tctx || !cfg || !cfg->quota_ns || !READ_ONCE(tctx->limited))
 		return 0;
 	task_limit(cfg, &l);
-	return READ_ONCE(tctx->lim_quota_ns) != l.quota_ns ||
-	       READ_ONCE(tctx->lim_period_ns) != l.period_ns;
+	return bw_limit_changed(READ_ONCE(tctx->lim_quota_ns),
+				READ_ONCE(tctx->lim_period_ns), &l);
 }
 
 /*
@@ -899,9 +898,8 @@ __noinline int fq_cg_wake(u64 id, u64 now, u64 max_stall_ns, int all)
 		 * afresh (bw_restart()), as tg_set_cfs_bandwidth() does; a
 		 * charge that copied it before fails its commit and retries.
 		 */
-		if (fresh && st->lim_period_ns &&
-		    (st->lim_quota_ns != l.quota_ns ||
-		     st->lim_period_ns != l.period_ns)) {
+		if (fresh && bw_limit_changed(st->lim_quota_ns,
+					      st->lim_period_ns, &l)) {
 			bw_restart(&st->u.bw, now, &l);
 			st->lim_quota_ns = l.quota_ns;
 			st->lim_period_ns = l.period_ns;

@@ -413,6 +413,17 @@ BW_FN u64 bw_release_at(const struct bw_bucket *b, const struct bw_limit *l)
 }
 
 /*
+ * Is @l another limit than the one (@quota_ns, @period_ns) a bucket was
+ * last brought under (0 period: none yet, so not changed)?
+ */
+BW_FN int bw_limit_changed(u64 quota_ns, u64 period_ns,
+			   const struct bw_limit *l)
+{
+	return period_ns &&
+	       (quota_ns != l->quota_ns || period_ns != l->period_ns);
+}
+
+/*
  * The limit of @b was changed to @l (a `set` of the quota, the period or
  * the smoothing): a new period starts at @now with a fresh quota, as the
  * kernel does when cpu.max is written (tg_set_cfs_bandwidth() refills the
